@@ -1,0 +1,151 @@
+//! Addresses (`handle` or `handle@project`) and the scope a mailbox lives in.
+//!
+//! `HUMAN` is the operator's one global mailbox: whatever project it is written with, it means
+//! the same mailbox.
+
+use std::fmt;
+
+use crate::name::{Name, NameError};
+
+/// The handle of the operator's global mailbox.
+pub const HUMAN: &str = "HUMAN";
+
+/// Where a mailbox lives: the global scope (only `HUMAN`) or a project.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    Global,
+    Project(Name),
+}
+
+/// A fully resolved mailbox address.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Address {
+    pub handle: Name,
+    pub scope: Scope,
+}
+
+/// An address as written by a user: a handle and perhaps a project.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddressSpec {
+    pub handle: Name,
+    pub project: Option<Name>,
+}
+
+/// Why a string is not an address.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AddressError {
+    #[error("the handle {0}")]
+    Handle(NameError),
+    #[error("the project {0}")]
+    Project(NameError),
+}
+
+impl AddressSpec {
+    /// Parses `handle` or `handle@project`.
+    pub fn parse(s: &str) -> Result<AddressSpec, AddressError> {
+        let (handle, project) = match s.split_once('@') {
+            Some((h, p)) => (h, Some(p)),
+            None => (s, None),
+        };
+        let handle = Name::parse(handle).map_err(AddressError::Handle)?;
+        let project = project
+            .map(|p| Name::parse(p).map_err(AddressError::Project))
+            .transpose()?;
+        Ok(AddressSpec { handle, project })
+    }
+
+    /// True when this names the operator's global mailbox.
+    pub fn is_human(&self) -> bool {
+        self.handle.as_str() == HUMAN
+    }
+}
+
+impl Address {
+    /// The operator's global mailbox.
+    pub fn human() -> Address {
+        Address {
+            handle: Name::human(),
+            scope: Scope::Global,
+        }
+    }
+
+    pub fn in_project(handle: Name, project: Name) -> Address {
+        Address {
+            handle,
+            scope: Scope::Project(project),
+        }
+    }
+
+    pub fn is_human(&self) -> bool {
+        self.scope == Scope::Global
+    }
+
+    pub fn project(&self) -> Option<&Name> {
+        match &self.scope {
+            Scope::Global => None,
+            Scope::Project(p) => Some(p),
+        }
+    }
+
+    /// Parses the canonical form written by [`fmt::Display`]: `HUMAN` or `handle@project`.
+    pub fn parse_canonical(s: &str) -> Result<Address, AddressError> {
+        let spec = AddressSpec::parse(s)?;
+        if spec.is_human() {
+            return Ok(Address::human());
+        }
+        match spec.project {
+            Some(p) => Ok(Address::in_project(spec.handle, p)),
+            None => Err(AddressError::Project(NameError::Empty)),
+        }
+    }
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.scope {
+            Scope::Global => write!(f, "{}", self.handle),
+            Scope::Project(p) => write!(f, "{}@{}", self.handle, p),
+        }
+    }
+}
+
+impl fmt::Display for AddressSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.project {
+            None => write!(f, "{}", self.handle),
+            Some(p) => write!(f, "{}@{}", self.handle, p),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_prints_round_trip() {
+        for s in ["bob@web", "HUMAN", "a.b@c-d"] {
+            assert_eq!(
+                Address::parse_canonical(s).map(|a| a.to_string()),
+                Ok(s.into())
+            );
+        }
+        assert_eq!(Address::parse_canonical("HUMAN@web"), Ok(Address::human()));
+    }
+
+    #[test]
+    fn names_the_bad_part() {
+        assert_eq!(
+            AddressSpec::parse("bob@../x"),
+            Err(AddressError::Project(NameError::BadChar("a path separator '/'".into())))
+        );
+        assert_eq!(
+            AddressSpec::parse("_bob"),
+            Err(AddressError::Handle(NameError::Reserved))
+        );
+        assert_eq!(
+            AddressSpec::parse("bob@"),
+            Err(AddressError::Project(NameError::Empty))
+        );
+    }
+}

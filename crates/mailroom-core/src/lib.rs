@@ -1,0 +1,22 @@
+//! mailroom's core: the model (names, addresses, messages), the operations written once for
+//! every front end, the `Store` trait both stores implement, and the injection format.
+//!
+//! The core does no terminal, environment or file-system I/O of its own: it acts only through
+//! a [`store::Store`], and front ends hand it configuration as data.
+
+pub mod address;
+pub mod error;
+pub mod identity;
+pub mod message;
+pub mod name;
+pub mod ops;
+pub mod render;
+pub mod store;
+pub mod text;
+
+pub use address::{Address, AddressSpec, HUMAN, Scope};
+pub use error::{Error, ErrorKind, Result};
+pub use message::{Damaged, Kind, Listing, Message, MessageId, Priority, State, Stored};
+pub use name::Name;
+pub use ops::Mailroom;
+pub use store::{KeyClaim, Member, MemberStatus, OriginClaim, Policy, Project, Store};

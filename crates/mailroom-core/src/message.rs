@@ -1,0 +1,305 @@
+//! Messages: immutable records with a sortable id, and the small enums that classify them.
+//!
+//! A `Message` is what a sender wrote; where a copy of it is (unread, read, done, …) is a
+//! `State` kept by the store beside it, never inside it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use jiff::Timestamp;
+
+use crate::address::Address;
+
+/// A message id: a ULID, so ids sort by creation time and are unique across machines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MessageId(ulid::Ulid);
+
+impl MessageId {
+    /// A new id: the current time in milliseconds and 80 random bits. Ids made by one
+    /// process are strictly increasing even within one millisecond, so they sort in the order
+    /// they were made.
+    pub fn generate() -> MessageId {
+        use std::sync::Mutex;
+        static LAST: Mutex<u128> = Mutex::new(0);
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let candidate = ulid::Ulid::from_parts(ms, rand_bits()).0;
+        // A poisoned lock only means another thread panicked mid-update; the value is a
+        // plain integer and still usable.
+        let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+        let next = if candidate > *last {
+            candidate
+        } else {
+            last.wrapping_add(1)
+        };
+        *last = next;
+        MessageId(ulid::Ulid(next))
+    }
+
+    /// Parses a full 26-character id (case-insensitive).
+    pub fn parse(s: &str) -> Option<MessageId> {
+        ulid::Ulid::from_string(s).ok().map(MessageId)
+    }
+
+    /// The instant encoded in the id.
+    pub fn timestamp(&self) -> Timestamp {
+        Timestamp::from_millisecond(self.0.timestamp_ms() as i64).unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+}
+
+/// 80 random bits for a ULID, without a random-number crate: the standard library's hasher is
+/// seeded randomly per process, and mixing in a counter and the clock makes two calls in one
+/// process differ too.
+fn rand_bits() -> u128 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let state = RandomState::new();
+    let word = |salt: u64| {
+        let mut h = state.build_hasher();
+        h.write_u64(salt);
+        h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+        h.write_u32(std::process::id());
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
+        h.finish()
+    };
+    ((u128::from(word(1)) << 64) | u128::from(word(2))) & ((1u128 << 80) - 1)
+}
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// What a message is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Kind {
+    #[default]
+    Info,
+    Question,
+    HoldRequest,
+    InterfaceChange,
+    Handover,
+    Correction,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 6] = [
+        Kind::Info,
+        Kind::Question,
+        Kind::HoldRequest,
+        Kind::InterfaceChange,
+        Kind::Handover,
+        Kind::Correction,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Info => "INFO",
+            Kind::Question => "QUESTION",
+            Kind::HoldRequest => "HOLD_REQUEST",
+            Kind::InterfaceChange => "INTERFACE_CHANGE",
+            Kind::Handover => "HANDOVER",
+            Kind::Correction => "CORRECTION",
+        }
+    }
+}
+
+impl FromStr for Kind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Kind, String> {
+        let up = s.trim().to_ascii_uppercase().replace('-', "_");
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == up)
+            .ok_or_else(|| {
+                format!(
+                    "unknown kind '{s}'; use one of {}",
+                    Kind::ALL.map(Kind::as_str).join(", ")
+                )
+            })
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How urgent a message is; sorts `High` first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Priority {
+    High,
+    #[default]
+    Medium,
+    Low,
+}
+
+impl Priority {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::High => "H",
+            Priority::Medium => "M",
+            Priority::Low => "L",
+        }
+    }
+}
+
+impl FromStr for Priority {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Priority, String> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "H" | "HIGH" => Ok(Priority::High),
+            "M" | "MEDIUM" => Ok(Priority::Medium),
+            "L" | "LOW" => Ok(Priority::Low),
+            _ => Err(format!("unknown priority '{s}'; use H, M or L")),
+        }
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where one recipient's copy of a directed message is in its lifecycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// Delivered, never shown to the recipient; the sender may still edit or cancel it.
+    Unread,
+    /// Shown to the recipient and still pending: delivered again at every session start.
+    Read,
+    /// Archived: replied to, marked done, or read-and-archived.
+    Done,
+    /// Withdrawn by its sender before it was read.
+    Cancelled,
+}
+
+impl State {
+    pub const ALL: [State; 4] = [State::Unread, State::Read, State::Done, State::Cancelled];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Unread => "unread",
+            State::Read => "read",
+            State::Done => "done",
+            State::Cancelled => "cancelled",
+        }
+    }
+
+    /// Pending mail is delivered again until it is done.
+    pub fn is_pending(self) -> bool {
+        matches!(self, State::Unread | State::Read)
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A message as its sender wrote it (and, after edits, as it reads now).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub id: MessageId,
+    pub from: Address,
+    /// Every recipient of this message; each has its own copy and lifecycle.
+    pub to: Vec<Address>,
+    /// One line, already sanitised (see [`crate::text::clean_line`]).
+    pub subject: String,
+    /// Markdown, stored verbatim.
+    pub body: String,
+    pub kind: Kind,
+    pub priority: Priority,
+    pub date: Timestamp,
+    pub reply_to: Option<MessageId>,
+    /// The id of the first message of the conversation; a message that starts one is its own.
+    pub thread: MessageId,
+    /// 1 for the message as sent; each in-place edit adds one.
+    pub revision: u32,
+    pub edited: Option<Timestamp>,
+}
+
+/// One recipient's copy of a message as read from a store, with its state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stored {
+    pub message: Message,
+    pub state: State,
+    /// Problems found while reading a hand-edited or damaged copy; the fields were filled in
+    /// with defaults where the problem says so.
+    pub warnings: Vec<String>,
+}
+
+/// A file or row that could not be read as a message at all: reported, never dropped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damaged {
+    /// Where it is, in the store's own terms (a path for the file store).
+    pub location: String,
+    pub state: Option<State>,
+    pub problem: String,
+}
+
+/// What a listing found: the messages, and what could not be read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listing {
+    pub messages: Vec<Stored>,
+    pub damaged: Vec<Damaged>,
+}
+
+impl Listing {
+    pub fn extend(&mut self, other: Listing) {
+        self.messages.extend(other.messages);
+        self.damaged.extend(other.damaged);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_sort_by_time_and_differ() {
+        let ids: Vec<MessageId> = (0..1000).map(|_| MessageId::generate()).collect();
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "ids are strictly increasing"
+        );
+        let a = ids[0];
+        let age = Timestamp::now().as_millisecond() - a.timestamp().as_millisecond();
+        assert!(
+            (0..60_000).contains(&age),
+            "the id carries the current time"
+        );
+        assert_eq!(MessageId::parse(&a.to_string().to_lowercase()), Some(a));
+    }
+
+    #[test]
+    fn kinds_and_priorities_parse_loosely_and_print_canonically() {
+        assert_eq!("hold-request".parse::<Kind>(), Ok(Kind::HoldRequest));
+        assert_eq!(
+            "INFO".parse::<Kind>().map(|k| k.to_string()),
+            Ok("INFO".into())
+        );
+        assert!(
+            "BLOCK"
+                .parse::<Kind>()
+                .unwrap_err()
+                .contains("HOLD_REQUEST")
+        );
+        assert_eq!("high".parse::<Priority>(), Ok(Priority::High));
+        assert_eq!("l".parse::<Priority>(), Ok(Priority::Low));
+        assert!("X".parse::<Priority>().is_err());
+    }
+}

@@ -1,0 +1,192 @@
+//! Sending: resolve every recipient, deliver one durable copy to each, leave the outbox trace.
+
+use crate::address::{Address, AddressSpec};
+use crate::error::{Error, Result};
+use crate::message::{Kind, Message, MessageId, Priority};
+use crate::ops::Mailroom;
+use crate::ops::directory::Plan;
+use crate::store::KeyClaim;
+use crate::text::{MAX_BODY_BYTES, MAX_SUBJECT_CHARS, clean_line, default_subject};
+
+/// Longest idempotency key accepted, in bytes.
+pub const MAX_KEY_BYTES: usize = 100;
+
+/// A message to send, as a front end received it.
+#[derive(Clone, Debug, Default)]
+pub struct Draft {
+    /// Addresses as written (`bob`, `bob@web`, `HUMAN`).
+    pub to: Vec<String>,
+    pub subject: Option<String>,
+    pub body: String,
+    pub kind: Kind,
+    pub priority: Priority,
+    pub idempotency_key: Option<String>,
+}
+
+/// What a send did.
+#[derive(Clone, Debug)]
+pub struct Sent {
+    pub message: Message,
+    /// Things the sender should know: mailboxes created, a trace that failed.
+    pub notices: Vec<String>,
+    /// True when the idempotency key had been used: nothing new was delivered.
+    pub duplicate: bool,
+}
+
+impl Mailroom<'_> {
+    /// Sends `draft` from `me` to each of its recipients.
+    pub fn send(&self, me: &Address, draft: Draft) -> Result<Sent> {
+        self.send_in_thread(me, draft, None)
+    }
+
+    /// Sends `draft`, as an answer to `reply_to` when given (same thread).
+    pub(crate) fn send_in_thread(
+        &self,
+        me: &Address,
+        draft: Draft,
+        reply_to: Option<&Message>,
+    ) -> Result<Sent> {
+        let (subject, body) = check_content(draft.subject.as_deref(), &draft.body)?;
+        if let Some(key) = &draft.idempotency_key {
+            check_key(key)?;
+        }
+        if draft.to.is_empty() {
+            return Err(Error::Invalid(
+                "no recipient: name one with --to (or use --broadcast or --channel)".into(),
+            ));
+        }
+        let mut plans: Vec<Plan> = Vec::new();
+        for raw in &draft.to {
+            let spec = AddressSpec::parse(raw).map_err(|source| Error::InvalidAddress {
+                input: raw.clone(),
+                source,
+            })?;
+            let plan = self.plan_recipient(me.project(), &spec)?;
+            if !plans.iter().any(|p| p.address == plan.address) {
+                plans.push(plan);
+            }
+        }
+        let sender_plan = self.plan_sender(me)?;
+
+        let now = self.now();
+        let id = MessageId::generate();
+        let (reply_to, thread) = match reply_to {
+            Some(orig) => (Some(orig.id), orig.thread),
+            None => (None, id),
+        };
+        let message = Message {
+            id,
+            from: me.clone(),
+            to: plans.iter().map(|p| p.address.clone()).collect(),
+            subject,
+            body,
+            kind: draft.kind,
+            priority: draft.priority,
+            date: now,
+            reply_to,
+            thread,
+            revision: 1,
+            edited: None,
+        };
+
+        let mut notices = Vec::new();
+        self.apply_plan(&sender_plan, now, &mut notices)?;
+        for plan in &plans {
+            self.apply_plan(plan, now, &mut notices)?;
+        }
+
+        if let Some(key) = &draft.idempotency_key {
+            if let KeyClaim::Existing(first) = self.store.claim_key(me, key, id)? {
+                return self.redeliver(me, first, &message, notices);
+            }
+        }
+        for plan in &plans {
+            self.store.deliver(&plan.address, &message)?;
+        }
+        if let Err(e) = self.store.record_sent(&message) {
+            notices.push(format!(
+                "the outbox trace could not be written ({e}); the message was delivered"
+            ));
+        }
+        Ok(Sent {
+            message,
+            notices,
+            duplicate: false,
+        })
+    }
+
+    /// A retried send: the first message stands; any recipient it never reached (the first
+    /// sender crashed mid-way) gets it now, under the first id.
+    fn redeliver(
+        &self,
+        me: &Address,
+        first: MessageId,
+        retry: &Message,
+        mut notices: Vec<String>,
+    ) -> Result<Sent> {
+        let original = self.store.outbox(me)?.into_iter().find(|m| m.id == first);
+        let message = match original {
+            Some(m) => m,
+            None => {
+                let mut m = retry.clone();
+                m.id = first;
+                if m.reply_to.is_none() {
+                    m.thread = first;
+                }
+                m
+            }
+        };
+        for to in &message.to {
+            if self.store.state_of(to, message.id)?.is_none() {
+                self.store.deliver(to, &message)?;
+            }
+        }
+        if self.store.outbox(me)?.iter().all(|m| m.id != message.id) {
+            let _ = self.store.record_sent(&message);
+        }
+        notices.push(format!(
+            "this idempotency key was used before; message {} stands and nothing new was delivered",
+            message.id
+        ));
+        Ok(Sent {
+            message,
+            notices,
+            duplicate: true,
+        })
+    }
+}
+
+/// Checks and normalises subject and body; returns them as they will be stored.
+pub(crate) fn check_content(subject: Option<&str>, body: &str) -> Result<(String, String)> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err(Error::Invalid(format!(
+            "the body is {} bytes; the limit is {MAX_BODY_BYTES} bytes (1 MiB): put large content in a file and send its path",
+            body.len()
+        )));
+    }
+    let subject = match subject {
+        Some(s) => clean_line(s),
+        None => default_subject(body),
+    };
+    if subject.chars().count() > MAX_SUBJECT_CHARS {
+        return Err(Error::Invalid(format!(
+            "the subject is {} characters; the limit is {MAX_SUBJECT_CHARS}: move the detail into the body",
+            subject.chars().count()
+        )));
+    }
+    if subject.is_empty() && body.trim().is_empty() {
+        return Err(Error::Invalid(
+            "the message is empty: give a body with --message (or on stdin) or a --subject".into(),
+        ));
+    }
+    Ok((subject, body.to_owned()))
+}
+
+fn check_key(key: &str) -> Result<()> {
+    if key.is_empty() || key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
+        return Err(Error::Invalid(format!(
+            "the idempotency key must be 1 to {MAX_KEY_BYTES} bytes without control characters"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,191 @@
+//! The `Store` trait: everything mailroom keeps, in the domain's terms, and the contract each
+//! implementation (files, PostgreSQL) must keep.
+//!
+//! The trait is synchronous on purpose: the file store is blocking by nature and sits on the
+//! hot path of every hook, where starting an async runtime would cost more than the work.
+//! Every method that changes state is atomic: after a crash, either all of its effect is there
+//! or none of it (the outbox trace excepted, which is best effort by design).
+
+use jiff::Timestamp;
+
+use crate::address::Address;
+use crate::error::Result;
+use crate::message::{Listing, Message, MessageId, State, Stored};
+use crate::name::Name;
+
+/// What happens when mail is sent to a handle a project does not know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Policy {
+    /// The mailbox is created on first send, with a notice to the sender.
+    #[default]
+    Open,
+    /// Only roster members can be written to; an unknown handle is an error.
+    Roster,
+}
+
+impl Policy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Policy::Open => "open",
+            Policy::Roster => "roster",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s.trim() {
+            "open" => Some(Policy::Open),
+            "roster" => Some(Policy::Roster),
+            _ => None,
+        }
+    }
+}
+
+/// A namespace of mailboxes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Project {
+    pub name: Name,
+    pub policy: Policy,
+    pub created: Timestamp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemberStatus {
+    Active,
+    Inactive,
+}
+
+impl MemberStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberStatus::Active => "active",
+            MemberStatus::Inactive => "inactive",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<MemberStatus> {
+        match s.trim() {
+            "active" => Some(MemberStatus::Active),
+            "inactive" => Some(MemberStatus::Inactive),
+            _ => None,
+        }
+    }
+}
+
+/// One entry of a project's roster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub handle: Name,
+    /// Free text, one line ("backend", "reviewer"); may be empty.
+    pub role: String,
+    pub status: MemberStatus,
+    pub joined: Timestamp,
+}
+
+/// The outcome of claiming an idempotency key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyClaim {
+    /// The key was free and now belongs to the given id.
+    Claimed,
+    /// The key was used before, for this message.
+    Existing(MessageId),
+}
+
+/// The outcome of recording the path that claims a git-derived identity.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OriginClaim {
+    /// First claim, or the same path as before.
+    Same,
+    /// Another path claimed this identity first.
+    Other(String),
+}
+
+/// Where mailroom keeps everything. See the module documentation for the atomicity rule.
+///
+/// "Not found" is `Ok(None)` (or an empty listing) wherever the method can answer it; errors
+/// are for failures of the store itself.
+pub trait Store {
+    /// A short description for `whoami` and `doctor` (a path, a URL without credentials).
+    fn describe(&self) -> String;
+
+    /// Every project, sorted by name.
+    fn projects(&self) -> Result<Vec<Project>>;
+
+    fn project(&self, name: &Name) -> Result<Option<Project>>;
+
+    /// Creates the project unless it exists. Idempotent and race-free: of two concurrent
+    /// creators, one creates and both get the same project back. Returns whether this call
+    /// created it.
+    fn ensure_project(&self, project: &Project) -> Result<(Project, bool)>;
+
+    /// Changes an existing project's policy; `Ok(false)` when the project does not exist.
+    fn set_policy(&self, name: &Name, policy: Policy) -> Result<bool>;
+
+    /// The roster, sorted by handle.
+    fn roster(&self, project: &Name) -> Result<Vec<Member>>;
+
+    fn member(&self, project: &Name, handle: &Name) -> Result<Option<Member>>;
+
+    /// Adds a member unless one with that handle exists; returns whether it added. Race-free
+    /// like [`Store::ensure_project`].
+    fn add_member(&self, project: &Name, member: &Member) -> Result<bool>;
+
+    /// Replaces an existing member's entry (status, role); `Ok(false)` when there is none.
+    fn update_member(&self, project: &Name, member: &Member) -> Result<bool>;
+
+    /// Puts a copy of `message` in `recipient`'s mailbox as unread, durably: when this returns
+    /// `Ok`, the copy survives a crash of the machine. Delivering the same id twice to the same
+    /// mailbox keeps one copy (the first) and returns `Ok(false)`.
+    fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool>;
+
+    /// Leaves the sender's outbox trace of `message` (best effort: may be lost in a crash).
+    fn record_sent(&self, message: &Message) -> Result<()>;
+
+    /// Claims `key` for `sender`'s message `id`, or returns the id that claimed it first.
+    fn claim_key(&self, sender: &Address, key: &str, id: MessageId) -> Result<KeyClaim>;
+
+    /// The mailbox's pending copies (unread and read), oldest first, without changing them.
+    /// Costs O(pending), never O(archive).
+    fn pending(&self, mailbox: &Address) -> Result<Listing>;
+
+    /// Copies in `mailbox` whose id starts with `prefix` (case-insensitive), in any state.
+    /// Pending states are searched first; archived ones only when no pending copy matches.
+    fn find(&self, mailbox: &Address, prefix: &str) -> Result<Vec<Stored>>;
+
+    /// The copy of `id` in `mailbox`, in whatever state it is.
+    fn get(&self, mailbox: &Address, id: MessageId) -> Result<Option<Stored>>;
+
+    /// The state of the copy of `id` in `mailbox`, if there is one.
+    fn state_of(&self, mailbox: &Address, id: MessageId) -> Result<Option<State>>;
+
+    /// Moves each copy `(id, from)` to state `to`, each move atomic, and returns for each
+    /// whether this call moved it (`false`: it was not in `from`, because someone else moved
+    /// it or it is absent). Of several concurrent moves of one copy, at most one succeeds.
+    /// When this returns, the moves are durable.
+    fn transition(
+        &self,
+        mailbox: &Address,
+        moves: &[(MessageId, State)],
+        to: State,
+    ) -> Result<Vec<bool>>;
+
+    /// Replaces the content of an unread copy with `message` (same id), keeping the previous
+    /// revision. `Ok(false)` when the copy is no longer unread: the edit did not happen.
+    fn replace_unread(&self, mailbox: &Address, message: &Message) -> Result<bool>;
+
+    /// The sender's outbox traces, oldest first.
+    fn outbox(&self, sender: &Address) -> Result<Vec<Message>>;
+
+    /// Up to `limit` copies archived (done) in `mailbox`, most recently archived first, with
+    /// the time each was archived.
+    fn recently_archived(
+        &self,
+        mailbox: &Address,
+        limit: usize,
+    ) -> Result<Vec<(Stored, Timestamp)>>;
+
+    /// Every copy in the mailbox, in every state: the scan behind `search`.
+    fn everything(&self, mailbox: &Address) -> Result<Listing>;
+
+    /// Records `path` as the checkout that claims this git-derived identity, unless one did.
+    fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim>;
+}

@@ -1,0 +1,256 @@
+//! Directory handles that never follow a symlink, and the atomic-write discipline on top of
+//! them.
+//!
+//! Every path below the home is reached with `openat(…, O_NOFOLLOW)` one component at a time,
+//! so a symlink planted anywhere in the tree is refused instead of followed. Written by hand
+//! over `rustix` because no crate offers both the no-follow walk and `renameat2`'s exchange.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
+
+use crate::error::FsError;
+
+/// Permissions of every directory mailroom creates.
+pub const DIR_MODE: u32 = 0o700;
+/// Permissions of every file mailroom creates.
+pub const FILE_MODE: u32 = 0o600;
+
+/// An open directory and the path it was opened at (for error messages).
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+/// Whether a write must reach the disk before it is published.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync the file before publishing it and the directory after.
+    Durable,
+    /// Best effort (outbox traces): a crash may lose it, never tear it.
+    Lazy,
+}
+
+fn dir_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+fn io_err(e: Errno) -> io::Error {
+    io::Error::from(e)
+}
+
+impl Dir {
+    /// Opens the home directory itself (the last component must not be a symlink).
+    pub fn open_root(path: &Path) -> Result<Dir, FsError> {
+        let fd = rfs::open(path, dir_flags(), Mode::empty())
+            .map_err(|e| FsError::io("open directory", path, no_follow_hint(e)))?;
+        Ok(Dir {
+            fd,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn child_path(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Opens a subdirectory; `Ok(None)` when it does not exist.
+    pub fn open(&self, name: &str) -> Result<Option<Dir>, FsError> {
+        match rfs::openat(&self.fd, name, dir_flags(), Mode::empty()) {
+            Ok(fd) => Ok(Some(Dir {
+                fd,
+                path: self.child_path(name),
+            })),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(FsError::io(
+                "open directory",
+                self.child_path(name),
+                no_follow_hint(e),
+            )),
+        }
+    }
+
+    /// Opens a subdirectory, creating it (0700, durably linked into this one) when absent.
+    pub fn open_or_create(&self, name: &str) -> Result<Dir, FsError> {
+        if let Some(d) = self.open(name)? {
+            return Ok(d);
+        }
+        match rfs::mkdirat(&self.fd, name, Mode::from_raw_mode(DIR_MODE)) {
+            Ok(()) => self.sync()?,
+            Err(Errno::EXIST) => {}
+            Err(e) => {
+                return Err(FsError::io(
+                    "create directory",
+                    self.child_path(name),
+                    io_err(e),
+                ));
+            }
+        }
+        self.open(name)?.ok_or_else(|| {
+            FsError::io(
+                "open directory",
+                self.child_path(name),
+                io::Error::from(io::ErrorKind::NotFound),
+            )
+        })
+    }
+
+    /// Reads a whole file; `Ok(None)` when it does not exist.
+    pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>, FsError> {
+        let fd = match rfs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => {
+                return Err(FsError::io(
+                    "open",
+                    self.child_path(name),
+                    no_follow_hint(e),
+                ));
+            }
+        };
+        let mut buf = Vec::new();
+        File::from(fd)
+            .read_to_end(&mut buf)
+            .map_err(|e| FsError::io("read", self.child_path(name), e))?;
+        Ok(Some(buf))
+    }
+
+    /// Whether an entry exists (without following a symlink).
+    pub fn exists(&self, name: &str) -> Result<bool, FsError> {
+        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(_) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(FsError::io("stat", self.child_path(name), io_err(e))),
+        }
+    }
+
+    /// The status-change time of an entry, in seconds (a rename sets it: when it got here).
+    pub fn ctime(&self, name: &str) -> Result<Option<i64>, FsError> {
+        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some(st.st_ctime)),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(FsError::io("stat", self.child_path(name), io_err(e))),
+        }
+    }
+
+    /// Names of the entries, unsorted, without `.` and `..`.
+    pub fn list(&self) -> Result<Vec<String>, FsError> {
+        let dup = rfs::openat(&self.fd, ".", dir_flags(), Mode::empty())
+            .map_err(|e| FsError::io("open directory", &self.path, io_err(e)))?;
+        let dir = rfs::Dir::new(dup).map_err(|e| FsError::io("list", &self.path, io_err(e)))?;
+        let mut names = Vec::new();
+        for entry in dir {
+            let entry = entry.map_err(|e| FsError::io("list", &self.path, io_err(e)))?;
+            let name = entry.file_name().to_string_lossy();
+            if name != "." && name != ".." {
+                names.push(name.into_owned());
+            }
+        }
+        Ok(names)
+    }
+
+    /// fsyncs the directory, making its entries durable.
+    pub fn sync(&self) -> Result<(), FsError> {
+        rfs::fsync(&self.fd).map_err(|e| FsError::io("fsync", &self.path, io_err(e)))
+    }
+
+    /// Writes `bytes` to a new temporary file in this directory (which must be a `tmp`
+    /// directory on the same filesystem as where it will be published) and returns its name.
+    pub fn write_temp(&self, bytes: &[u8], durability: Durability) -> Result<String, FsError> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        // pid first: `doctor` tells an orphan from a file still being written by its pid.
+        let name = format!(
+            "{}.{}.{}.tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            jiff::Timestamp::now().as_nanosecond()
+        );
+        let fd = rfs::openat(
+            &self.fd,
+            &name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(FILE_MODE),
+        )
+        .map_err(|e| FsError::io("create", self.child_path(&name), io_err(e)))?;
+        let mut file = File::from(fd);
+        let written = file.write_all(bytes).and_then(|()| match durability {
+            Durability::Durable => file.sync_data(),
+            Durability::Lazy => Ok(()),
+        });
+        if let Err(e) = written {
+            drop(file);
+            let _ = rfs::unlinkat(&self.fd, &name, AtFlags::empty());
+            return Err(FsError::io("write", self.child_path(&name), e));
+        }
+        Ok(name)
+    }
+
+    /// Removes an entry; absent is fine.
+    pub fn remove(&self, name: &str) -> Result<(), FsError> {
+        match rfs::unlinkat(&self.fd, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(FsError::io("remove", self.child_path(name), io_err(e))),
+        }
+    }
+
+    /// Renames `name` here to `to_name` in `to`, replacing what is there. `Ok(false)` when
+    /// `name` does not exist.
+    pub fn rename(&self, name: &str, to: &Dir, to_name: &str) -> Result<bool, FsError> {
+        match rfs::renameat(&self.fd, name, &to.fd, to_name) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(FsError::io("rename", self.child_path(name), io_err(e))),
+        }
+    }
+
+    /// Publishes `name` here as `to_name` in `to` unless that exists: `Ok(false)` when it did.
+    /// The temporary name is removed either way.
+    pub fn publish_new(&self, name: &str, to: &Dir, to_name: &str) -> Result<bool, FsError> {
+        let linked = match rfs::linkat(&self.fd, name, &to.fd, to_name, AtFlags::empty()) {
+            Ok(()) => true,
+            Err(Errno::EXIST) => false,
+            Err(e) => {
+                let _ = self.remove(name);
+                return Err(FsError::io("link", to.child_path(to_name), io_err(e)));
+            }
+        };
+        self.remove(name)?;
+        Ok(linked)
+    }
+
+    /// Atomically swaps `name` here with `to_name` in `to`. `Ok(false)` when `to_name` does
+    /// not exist; `Err` with `Unsupported` when the filesystem cannot exchange.
+    pub fn exchange(&self, name: &str, to: &Dir, to_name: &str) -> Result<bool, FsError> {
+        match rfs::renameat_with(&self.fd, name, &to.fd, to_name, RenameFlags::EXCHANGE) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e @ (Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP)) => Err(FsError::io(
+                "exchange",
+                to.child_path(to_name),
+                io::Error::new(io::ErrorKind::Unsupported, io_err(e)),
+            )),
+            Err(e) => Err(FsError::io("exchange", to.child_path(to_name), io_err(e))),
+        }
+    }
+}
+
+/// `O_NOFOLLOW` on a symlink fails with ELOOP (or ENOTDIR with `O_DIRECTORY`): say so.
+fn no_follow_hint(e: Errno) -> io::Error {
+    match e {
+        Errno::LOOP | Errno::NOTDIR => io::Error::other(
+            "it is a symbolic link or not a directory, and mailroom never follows links inside its home",
+        ),
+        e => io_err(e),
+    }
+}

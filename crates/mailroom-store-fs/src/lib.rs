@@ -1,0 +1,711 @@
+//! mailroom's Markdown file store: one file per message copy, its state the directory it is
+//! in, every change one atomic rename (Maildir's discipline).
+//!
+//! Invariants: a message file is only ever published complete (written under `tmp/`, fsynced,
+//! then linked or renamed into place), so no reader sees a torn file; a copy is in exactly one
+//! state directory at any instant; reading a mailbox's pending mail never lists its archive.
+//! The layout is documented in docs/FORMAT.md.
+
+mod codec;
+mod dir;
+mod error;
+pub mod frontmatter;
+
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use mailroom_core::store::{KeyClaim, OriginClaim};
+use mailroom_core::{
+    Address, Damaged, Listing, Member, Message, MessageId, Name, Policy, Project, Result, Scope,
+    State, Store, Stored,
+};
+
+pub use crate::codec::LAYOUT_VERSION;
+use crate::codec::{message_from_bytes, message_to_text};
+use crate::dir::{Dir, Durability};
+pub use crate::error::FsError;
+
+/// The file store rooted at a home directory.
+#[derive(Debug)]
+pub struct FsStore {
+    home: PathBuf,
+}
+
+const PROJECTS: &str = "projects";
+const GLOBAL: &str = "global";
+const BOXES: &str = "boxes";
+const ROSTER: &str = "roster";
+const TMP: &str = "tmp";
+const OUTBOX: &str = "outbox";
+const REVISIONS: &str = "revisions";
+const KEYS: &str = "keys";
+const ORIGIN: &str = "origin";
+const PROJECT_FILE: &str = "project.md";
+const LAYOUT_FILE: &str = "layout";
+
+/// The directory of each state.
+pub fn state_dir_name(state: State) -> &'static str {
+    match state {
+        State::Unread => "unread",
+        State::Read => "read",
+        State::Done => "done",
+        State::Cancelled => "cancelled",
+    }
+}
+
+const PENDING: [State; 2] = [State::Unread, State::Read];
+const ARCHIVED: [State; 2] = [State::Done, State::Cancelled];
+
+fn file_name(id: MessageId) -> String {
+    format!("{id}.md")
+}
+
+fn id_of(name: &str) -> Option<MessageId> {
+    name.strip_suffix(".md").and_then(MessageId::parse)
+}
+
+fn is_message_name(name: &str) -> bool {
+    name.ends_with(".md") && !name.starts_with('.')
+}
+
+impl FsStore {
+    /// A store at `home`; nothing is created until the first write.
+    pub fn new(home: impl Into<PathBuf>) -> FsStore {
+        FsStore { home: home.into() }
+    }
+
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// The home, or `None` when it does not exist yet.
+    fn root(&self) -> Result<Option<Dir>, FsError> {
+        match Dir::open_root(&self.home) {
+            Ok(d) => Ok(Some(d)),
+            Err(FsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The home, created (0700, with its layout file) when absent.
+    fn root_for_write(&self) -> Result<Dir, FsError> {
+        if let Some(d) = self.root()? {
+            return Ok(d);
+        }
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(dir::DIR_MODE)
+            .create(&self.home)
+            .map_err(|e| FsError::io("create directory", &self.home, e))?;
+        let root = Dir::open_root(&self.home)?;
+        let tmp = root.open_or_create(TMP)?;
+        let name = tmp.write_temp(
+            format!("{LAYOUT_VERSION}\n").as_bytes(),
+            Durability::Durable,
+        )?;
+        tmp.publish_new(&name, &root, LAYOUT_FILE)?;
+        root.sync()?;
+        Ok(root)
+    }
+
+    /// Checks the layout version; used by `doctor` and on opening for maintenance.
+    pub fn check_layout(&self) -> Result<Option<String>, FsError> {
+        let Some(root) = self.root()? else {
+            return Ok(None);
+        };
+        let found = root
+            .read(LAYOUT_FILE)?
+            .map(|b| String::from_utf8_lossy(&b).trim().to_owned());
+        match found {
+            Some(v) if v != LAYOUT_VERSION => Err(FsError::Layout {
+                path: root.child_path(LAYOUT_FILE),
+                found: v,
+                expected: LAYOUT_VERSION,
+            }),
+            other => Ok(other),
+        }
+    }
+
+    fn scope_dir(&self, scope: &Scope, create: bool) -> Result<Option<Dir>, FsError> {
+        let root = if create {
+            self.root_for_write()?
+        } else {
+            match self.root()? {
+                Some(r) => r,
+                None => return Ok(None),
+            }
+        };
+        let open = |d: &Dir, name: &str| {
+            if create {
+                d.open_or_create(name).map(Some)
+            } else {
+                d.open(name)
+            }
+        };
+        match scope {
+            Scope::Global => open(&root, GLOBAL),
+            Scope::Project(p) => match open(&root, PROJECTS)? {
+                Some(projects) => open(&projects, p.as_str()),
+                None => Ok(None),
+            },
+        }
+    }
+
+    fn project_dir(&self, name: &Name, create: bool) -> Result<Option<Dir>, FsError> {
+        self.scope_dir(&Scope::Project(name.clone()), create)
+    }
+
+    /// The mailbox directory of `address`.
+    fn box_dir(&self, address: &Address, create: bool) -> Result<Option<Dir>, FsError> {
+        let Some(scope) = self.scope_dir(&address.scope, create)? else {
+            return Ok(None);
+        };
+        let boxes = if create {
+            Some(scope.open_or_create(BOXES)?)
+        } else {
+            scope.open(BOXES)?
+        };
+        match boxes {
+            Some(b) if create => b.open_or_create(address.handle.as_str()).map(Some),
+            Some(b) => b.open(address.handle.as_str()),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads every message file in one state directory of a mailbox.
+    fn read_state(
+        &self,
+        owner: &Address,
+        bx: &Dir,
+        state: State,
+        out: &mut Listing,
+    ) -> Result<(), FsError> {
+        let Some(dir) = bx.open(state_dir_name(state))? else {
+            return Ok(());
+        };
+        let mut names: Vec<String> = dir
+            .list()?
+            .into_iter()
+            .filter(|n| is_message_name(n))
+            .collect();
+        names.sort();
+        for name in names {
+            self.read_one(owner, &dir, &name, Some(state), out)?;
+        }
+        Ok(())
+    }
+
+    fn read_one(
+        &self,
+        owner: &Address,
+        dir: &Dir,
+        name: &str,
+        state: Option<State>,
+        out: &mut Listing,
+    ) -> Result<(), FsError> {
+        // A file moved away between listing and reading was moved by a concurrent process:
+        // it is in another state now, and that listing (not this one) reports it.
+        let Some(bytes) = dir.read(name)? else {
+            return Ok(());
+        };
+        match message_from_bytes(&bytes, id_of(name), owner) {
+            Ok(decoded) => {
+                let mut warnings = decoded.warnings;
+                if id_of(name).is_none() {
+                    warnings.push(format!(
+                        "the file name '{name}' is not <id>.md, so this message cannot be moved; run `mailroom doctor --fix`"
+                    ));
+                }
+                out.messages.push(Stored {
+                    message: decoded.message,
+                    state: state.unwrap_or(State::Done),
+                    warnings,
+                });
+            }
+            Err(problem) => out.damaged.push(Damaged {
+                location: dir.child_path(name).display().to_string(),
+                state,
+                problem,
+            }),
+        }
+        Ok(())
+    }
+
+    fn read_states(&self, mailbox: &Address, states: &[State]) -> Result<Listing, FsError> {
+        let mut out = Listing::default();
+        if let Some(bx) = self.box_dir(mailbox, false)? {
+            for &s in states {
+                self.read_state(mailbox, &bx, s, &mut out)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes `text` under `tmp` and links it in as `name` in `dir` unless it exists, durably.
+    fn create_exclusive(tmp: &Dir, dir: &Dir, name: &str, text: &str) -> Result<bool, FsError> {
+        let t = tmp.write_temp(text.as_bytes(), Durability::Durable)?;
+        let created = tmp.publish_new(&t, dir, name)?;
+        if created {
+            dir.sync()?;
+        }
+        Ok(created)
+    }
+
+    /// Writes `text` under `tmp` and renames it over `name` in `dir`, durably.
+    fn replace(tmp: &Dir, dir: &Dir, name: &str, text: &str) -> Result<(), FsError> {
+        let t = tmp.write_temp(text.as_bytes(), Durability::Durable)?;
+        tmp.rename(&t, dir, name)?;
+        dir.sync()
+    }
+
+    fn find_in(
+        &self,
+        mailbox: &Address,
+        prefix: &str,
+        states: &[State],
+    ) -> Result<Listing, FsError> {
+        let mut out = Listing::default();
+        let Some(bx) = self.box_dir(mailbox, false)? else {
+            return Ok(out);
+        };
+        for &state in states {
+            let Some(dir) = bx.open(state_dir_name(state))? else {
+                continue;
+            };
+            let mut names: Vec<String> = dir
+                .list()?
+                .into_iter()
+                .filter(|n| is_message_name(n) && n.to_ascii_uppercase().starts_with(prefix))
+                .collect();
+            names.sort();
+            for name in names {
+                self.read_one(mailbox, &dir, &name, Some(state), &mut out)?;
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Store for FsStore {
+    fn describe(&self) -> String {
+        self.home.display().to_string()
+    }
+
+    fn projects(&self) -> Result<Vec<Project>> {
+        let Some(root) = self.root()? else {
+            return Ok(vec![]);
+        };
+        let Some(projects) = root.open(PROJECTS)? else {
+            return Ok(vec![]);
+        };
+        let mut out = Vec::new();
+        for entry in projects.list()? {
+            let Ok(name) = Name::parse(&entry) else {
+                continue;
+            };
+            if let Some(p) = self.project(&name)? {
+                out.push(p);
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    fn project(&self, name: &Name) -> Result<Option<Project>> {
+        let Some(dir) = self.project_dir(name, false)? else {
+            return Ok(None);
+        };
+        let Some(bytes) = dir.read(PROJECT_FILE)? else {
+            return Ok(None);
+        };
+        let fallback = dir
+            .ctime(PROJECT_FILE)?
+            .and_then(|s| Timestamp::from_second(s).ok());
+        Ok(Some(codec::project_from_bytes(
+            &bytes,
+            name,
+            fallback.unwrap_or(Timestamp::UNIX_EPOCH),
+        )))
+    }
+
+    fn ensure_project(&self, project: &Project) -> Result<(Project, bool)> {
+        let dir = self.project_dir(&project.name, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(PROJECTS),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let tmp = dir.open_or_create(TMP)?;
+        dir.open_or_create(ROSTER)?;
+        dir.open_or_create(BOXES)?;
+        if Self::create_exclusive(&tmp, &dir, PROJECT_FILE, &codec::project_to_text(project))? {
+            return Ok((project.clone(), true));
+        }
+        let existing = self
+            .project(&project.name)?
+            .unwrap_or_else(|| project.clone());
+        Ok((existing, false))
+    }
+
+    fn set_policy(&self, name: &Name, policy: Policy) -> Result<bool> {
+        let Some(mut project) = self.project(name)? else {
+            return Ok(false);
+        };
+        let Some(dir) = self.project_dir(name, false)? else {
+            return Ok(false);
+        };
+        project.policy = policy;
+        let tmp = dir.open_or_create(TMP)?;
+        Self::replace(&tmp, &dir, PROJECT_FILE, &codec::project_to_text(&project))?;
+        Ok(true)
+    }
+
+    fn roster(&self, project: &Name) -> Result<Vec<Member>> {
+        let Some(dir) = self.project_dir(project, false)? else {
+            return Ok(vec![]);
+        };
+        let Some(roster) = dir.open(ROSTER)? else {
+            return Ok(vec![]);
+        };
+        let mut out = Vec::new();
+        for entry in roster.list()? {
+            let Some(handle) = entry.strip_suffix(".md").and_then(|h| Name::parse(h).ok()) else {
+                continue;
+            };
+            if let Some(m) = self.member(project, &handle)? {
+                out.push(m);
+            }
+        }
+        out.sort_by(|a, b| a.handle.cmp(&b.handle));
+        Ok(out)
+    }
+
+    fn member(&self, project: &Name, handle: &Name) -> Result<Option<Member>> {
+        let Some(dir) = self.project_dir(project, false)? else {
+            return Ok(None);
+        };
+        let Some(roster) = dir.open(ROSTER)? else {
+            return Ok(None);
+        };
+        let name = format!("{handle}.md");
+        let Some(bytes) = roster.read(&name)? else {
+            return Ok(None);
+        };
+        let fallback = roster
+            .ctime(&name)?
+            .and_then(|s| Timestamp::from_second(s).ok());
+        Ok(Some(codec::member_from_bytes(
+            &bytes,
+            handle,
+            fallback.unwrap_or(Timestamp::UNIX_EPOCH),
+        )))
+    }
+
+    fn add_member(&self, project: &Name, member: &Member) -> Result<bool> {
+        let dir = self.project_dir(project, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(PROJECTS),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let tmp = dir.open_or_create(TMP)?;
+        let roster = dir.open_or_create(ROSTER)?;
+        Ok(Self::create_exclusive(
+            &tmp,
+            &roster,
+            &format!("{}.md", member.handle),
+            &codec::member_to_text(member),
+        )?)
+    }
+
+    fn update_member(&self, project: &Name, member: &Member) -> Result<bool> {
+        let Some(dir) = self.project_dir(project, false)? else {
+            return Ok(false);
+        };
+        let Some(roster) = dir.open(ROSTER)? else {
+            return Ok(false);
+        };
+        let name = format!("{}.md", member.handle);
+        if !roster.exists(&name)? {
+            return Ok(false);
+        }
+        let tmp = dir.open_or_create(TMP)?;
+        Self::replace(&tmp, &roster, &name, &codec::member_to_text(member))?;
+        Ok(true)
+    }
+
+    fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool> {
+        let bx = self.box_dir(recipient, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(BOXES),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let tmp = bx.open_or_create(TMP)?;
+        let unread = bx.open_or_create(state_dir_name(State::Unread))?;
+        let t = tmp.write_temp(message_to_text(message).as_bytes(), Durability::Durable)?;
+        let created = tmp.publish_new(&t, &unread, &file_name(message.id))?;
+        unread.sync()?;
+        Ok(created)
+    }
+
+    fn record_sent(&self, message: &Message) -> Result<()> {
+        let bx = self.box_dir(&message.from, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(BOXES),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let tmp = bx.open_or_create(TMP)?;
+        let outbox = bx.open_or_create(OUTBOX)?;
+        let t = tmp.write_temp(message_to_text(message).as_bytes(), Durability::Lazy)?;
+        tmp.rename(&t, &outbox, &file_name(message.id))?;
+        Ok(())
+    }
+
+    fn claim_key(&self, sender: &Address, key: &str, id: MessageId) -> Result<KeyClaim> {
+        let bx = self.box_dir(sender, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(BOXES),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let tmp = bx.open_or_create(TMP)?;
+        let keys = bx.open_or_create(KEYS)?;
+        // Hex keeps any key a safe file name; keys are at most 100 bytes, so 200 characters.
+        let name: String = key.bytes().map(|b| format!("{b:02x}")).collect();
+        if Self::create_exclusive(&tmp, &keys, &name, &format!("{id}\n"))? {
+            return Ok(KeyClaim::Claimed);
+        }
+        let existing = keys
+            .read(&name)?
+            .and_then(|b| MessageId::parse(String::from_utf8_lossy(&b).trim()));
+        Ok(match existing {
+            Some(first) => KeyClaim::Existing(first),
+            None => KeyClaim::Claimed,
+        })
+    }
+
+    fn pending(&self, mailbox: &Address) -> Result<Listing> {
+        Ok(self.read_states(mailbox, &PENDING)?)
+    }
+
+    fn find(&self, mailbox: &Address, prefix: &str) -> Result<Vec<Stored>> {
+        let prefix = prefix.to_ascii_uppercase();
+        if let Some(id) = MessageId::parse(&prefix) {
+            return Ok(self.get(mailbox, id)?.into_iter().collect());
+        }
+        let pending = self.find_in(mailbox, &prefix, &PENDING)?;
+        if !pending.messages.is_empty() {
+            return Ok(pending.messages);
+        }
+        Ok(self.find_in(mailbox, &prefix, &ARCHIVED)?.messages)
+    }
+
+    fn get(&self, mailbox: &Address, id: MessageId) -> Result<Option<Stored>> {
+        let Some(bx) = self.box_dir(mailbox, false)? else {
+            return Ok(None);
+        };
+        for state in State::ALL {
+            let Some(dir) = bx.open(state_dir_name(state))? else {
+                continue;
+            };
+            let mut out = Listing::default();
+            self.read_one(mailbox, &dir, &file_name(id), Some(state), &mut out)?;
+            if let Some(s) = out.messages.pop() {
+                return Ok(Some(s));
+            }
+            if let Some(d) = out.damaged.pop() {
+                return Err(mailroom_core::Error::store(
+                    format!("message {id} cannot be read"),
+                    format!("{}: {} (run `mailroom doctor`)", d.location, d.problem),
+                ));
+            }
+        }
+        Ok(None)
+    }
+
+    fn state_of(&self, mailbox: &Address, id: MessageId) -> Result<Option<State>> {
+        let Some(bx) = self.box_dir(mailbox, false)? else {
+            return Ok(None);
+        };
+        for state in State::ALL {
+            if let Some(dir) = bx.open(state_dir_name(state))? {
+                if dir.exists(&file_name(id))? {
+                    return Ok(Some(state));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn transition(
+        &self,
+        mailbox: &Address,
+        moves: &[(MessageId, State)],
+        to: State,
+    ) -> Result<Vec<bool>> {
+        let mut result = vec![false; moves.len()];
+        if moves.is_empty() {
+            return Ok(result);
+        }
+        let Some(bx) = self.box_dir(mailbox, false)? else {
+            return Ok(result);
+        };
+        let target = bx.open_or_create(state_dir_name(to))?;
+        let mut sources: Vec<(State, Dir)> = Vec::new();
+        for (i, (id, from)) in moves.iter().enumerate() {
+            if *from == to {
+                continue;
+            }
+            if !sources.iter().any(|(s, _)| s == from) {
+                match bx.open(state_dir_name(*from))? {
+                    Some(d) => sources.push((*from, d)),
+                    None => continue,
+                }
+            }
+            let Some((_, src)) = sources.iter().find(|(s, _)| s == from) else {
+                continue;
+            };
+            let name = file_name(*id);
+            result[i] = src.rename(&name, &target, &name)?;
+        }
+        if result.iter().any(|m| *m) {
+            target.sync()?;
+            for (_, src) in &sources {
+                src.sync()?;
+            }
+        }
+        Ok(result)
+    }
+
+    fn replace_unread(&self, mailbox: &Address, message: &Message) -> Result<bool> {
+        let Some(bx) = self.box_dir(mailbox, false)? else {
+            return Ok(false);
+        };
+        let Some(unread) = bx.open(state_dir_name(State::Unread))? else {
+            return Ok(false);
+        };
+        let tmp = bx.open_or_create(TMP)?;
+        let revisions = bx.open_or_create(REVISIONS)?;
+        let name = file_name(message.id);
+        let old_name = format!("{}.r{}.md", message.id, message.revision.saturating_sub(1));
+        let t = tmp.write_temp(message_to_text(message).as_bytes(), Durability::Durable)?;
+        match tmp.exchange(&t, &unread, &name) {
+            Ok(true) => {}
+            Ok(false) => {
+                tmp.remove(&t)?;
+                return Ok(false);
+            }
+            Err(FsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::Unsupported => {
+                // No atomic exchange here: claim the unread copy by moving it aside first, so
+                // a reader either got it before the claim or finds the new revision after.
+                let claim = format!("{}.editing", message.id);
+                if !unread.rename(&name, &tmp, &claim)? {
+                    tmp.remove(&t)?;
+                    return Ok(false);
+                }
+                tmp.rename(&t, &unread, &name)?;
+                unread.sync()?;
+                tmp.rename(&claim, &revisions, &old_name)?;
+                revisions.sync()?;
+                return Ok(true);
+            }
+            Err(e) => {
+                let _ = tmp.remove(&t);
+                return Err(e.into());
+            }
+        }
+        unread.sync()?;
+        tmp.rename(&t, &revisions, &old_name)?;
+        revisions.sync()?;
+        Ok(true)
+    }
+
+    fn outbox(&self, sender: &Address) -> Result<Vec<Message>> {
+        let Some(bx) = self.box_dir(sender, false)? else {
+            return Ok(vec![]);
+        };
+        let Some(outbox) = bx.open(OUTBOX)? else {
+            return Ok(vec![]);
+        };
+        let mut names: Vec<String> = outbox
+            .list()?
+            .into_iter()
+            .filter(|n| is_message_name(n))
+            .collect();
+        names.sort();
+        let mut out = Listing::default();
+        for name in names {
+            self.read_one(sender, &outbox, &name, None, &mut out)?;
+        }
+        Ok(out.messages.into_iter().map(|s| s.message).collect())
+    }
+
+    fn recently_archived(
+        &self,
+        mailbox: &Address,
+        limit: usize,
+    ) -> Result<Vec<(Stored, Timestamp)>> {
+        let Some(bx) = self.box_dir(mailbox, false)? else {
+            return Ok(vec![]);
+        };
+        let Some(done) = bx.open(state_dir_name(State::Done))? else {
+            return Ok(vec![]);
+        };
+        let mut dated = Vec::new();
+        for name in done.list()?.into_iter().filter(|n| is_message_name(n)) {
+            if let Some(ctime) = done.ctime(&name)? {
+                dated.push((ctime, name));
+            }
+        }
+        dated.sort_by(|a, b| b.cmp(a));
+        let mut out = Vec::new();
+        for (ctime, name) in dated.into_iter().take(limit) {
+            let mut l = Listing::default();
+            self.read_one(mailbox, &done, &name, Some(State::Done), &mut l)?;
+            if let Some(s) = l.messages.pop() {
+                out.push((
+                    s,
+                    Timestamp::from_second(ctime).unwrap_or(Timestamp::UNIX_EPOCH),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    fn everything(&self, mailbox: &Address) -> Result<Listing> {
+        Ok(self.read_states(mailbox, &State::ALL)?)
+    }
+
+    fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim> {
+        let bx = self.box_dir(identity, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(BOXES),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        if let Some(existing) = bx.read(ORIGIN)? {
+            let existing = String::from_utf8_lossy(&existing).trim().to_owned();
+            return Ok(if existing == path {
+                OriginClaim::Same
+            } else {
+                OriginClaim::Other(existing)
+            });
+        }
+        let tmp = bx.open_or_create(TMP)?;
+        if Self::create_exclusive(&tmp, &bx, ORIGIN, &format!("{path}\n"))? {
+            return Ok(OriginClaim::Same);
+        }
+        self.claim_origin(identity, path)
+    }
+}

@@ -1,0 +1,198 @@
+//! The command line: every command, flag and argument, as clap definitions and nothing else.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "mailroom",
+    version,
+    about = "A local-first, asynchronous mailbox for AI coding agents and the people who run them",
+    after_help = "Exit codes: 0 ok, 1 storage failure, 2 usage or invalid input, 3 not found, \
+                  4 refused by the rules or the message's state, 5 conflict (ambiguous name or id), 6 timeout."
+)]
+pub struct Cli {
+    /// The home directory (default: $MAILROOM_HOME, else the platform data dir).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub home: Option<std::path::PathBuf>,
+
+    /// Act as HANDLE or HANDLE@PROJECT (default: $MAILROOM_AS, .mailroom.toml, git top-level).
+    #[arg(long = "as", global = true, value_name = "HANDLE[@PROJECT]")]
+    pub as_: Option<String>,
+
+    /// The project (default: .mailroom.toml's, else "default").
+    #[arg(long, global = true, value_name = "P")]
+    pub project: Option<String>,
+
+    /// Print machine-readable JSON on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Send a message (body from --message or stdin).
+    Send(SendArgs),
+    /// Show pending mail, most urgent first; marks what it shows as read.
+    Inbox {
+        /// Show at most N messages.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Show one message (any unique id prefix); marks it read.
+    Read {
+        id: String,
+        /// Archive it too (done), as m_AI_l's read does.
+        #[arg(long)]
+        archive: bool,
+    },
+    /// Answer a message to its sender; closes the original unless --keep-open.
+    Reply(ReplyArgs),
+    /// Mark messages done (archived) without replying.
+    Done {
+        #[arg(required_unless_present = "all", value_name = "ID")]
+        ids: Vec<String>,
+        /// Every pending message.
+        #[arg(long, conflicts_with = "ids")]
+        all: bool,
+    },
+    /// Change a message you sent: in place while unread, else a CORRECTION.
+    Edit(EditArgs),
+    /// Withdraw a message you sent that has not been read.
+    Cancel { id: String },
+    /// Archive the whole mailbox (every pending message).
+    Archive,
+    /// Messages you sent, with each recipient's state.
+    Outbox {
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Recently archived mail; --restore puts one back to pending.
+    Recover {
+        #[arg(long, value_name = "ID")]
+        restore: Option<String>,
+        #[arg(long, value_name = "N", default_value_t = 20)]
+        limit: usize,
+    },
+    /// Leave a note for your own next session.
+    Handover {
+        #[arg(long, short = 'm', value_name = "TEXT")]
+        message: Option<String>,
+        #[arg(long, value_name = "S")]
+        subject: Option<String>,
+        #[arg(long, value_name = "H|M|L", default_value = "M")]
+        priority: String,
+    },
+    /// List, add, activate or deactivate members of a project.
+    Roster {
+        #[command(subcommand)]
+        action: Option<RosterAction>,
+    },
+    /// List, add or change projects.
+    Projects {
+        #[command(subcommand)]
+        action: Option<ProjectsAction>,
+    },
+    /// Who you are: identity, where it came from, paths, member context.
+    Whoami,
+    /// What a handle means from here: the mailbox a send would reach.
+    Resolve { name: String },
+    /// Full-text search over subject and body, archive and outbox included.
+    Search { query: String },
+    /// Play a short exchange between two agents and a human in a temporary home.
+    Demo,
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    /// A recipient: handle, handle@project or HUMAN (repeat for several).
+    #[arg(long, required = true, value_name = "ADDR")]
+    pub to: Vec<String>,
+    #[command(flatten)]
+    pub content: Content,
+    #[arg(long, value_name = "K", default_value = "INFO")]
+    pub kind: String,
+    /// A key that makes retries safe: the same key sends once.
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Content {
+    /// One line; default: the body's first line, cut at 72 characters.
+    #[arg(long, short = 's', value_name = "S")]
+    pub subject: Option<String>,
+    #[arg(long, value_name = "H|M|L", default_value = "M")]
+    pub priority: String,
+    /// The body (Markdown); read from stdin when absent.
+    #[arg(long, short = 'm', value_name = "TEXT")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplyArgs {
+    pub id: String,
+    #[command(flatten)]
+    pub content: Content,
+    #[arg(long, value_name = "K", default_value = "INFO")]
+    pub kind: String,
+    /// Leave the original pending.
+    #[arg(long)]
+    pub keep_open: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    pub id: String,
+    #[arg(long, short = 's', value_name = "S")]
+    pub subject: Option<String>,
+    #[arg(long, value_name = "H|M|L")]
+    pub priority: Option<String>,
+    #[arg(long, short = 'm', value_name = "TEXT")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RosterAction {
+    /// List the members (the default).
+    List,
+    /// Add a member.
+    Add {
+        handle: String,
+        #[arg(long, default_value = "")]
+        role: String,
+        /// Add it inactive (sends to it are refused).
+        #[arg(long)]
+        inactive: bool,
+    },
+    /// Let a member receive mail again.
+    Activate { handle: String },
+    /// Refuse sends to a member, keeping its mail.
+    Deactivate { handle: String },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    Open,
+    Roster,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProjectsAction {
+    /// List the projects (the default).
+    List,
+    /// Create a project.
+    Add {
+        name: String,
+        #[arg(long, value_enum, default_value = "open")]
+        policy: PolicyArg,
+    },
+    /// Change a project's policy.
+    Set {
+        name: String,
+        #[arg(long, value_enum)]
+        policy: PolicyArg,
+    },
+}

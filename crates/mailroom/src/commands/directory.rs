@@ -1,0 +1,185 @@
+//! `roster`, `projects` and `resolve`: who exists and what a name means.
+
+use anyhow::Result;
+use mailroom_core::{Member, MemberStatus, Policy, Project};
+use serde_json::{Value, json};
+
+use crate::cli::{PolicyArg, ProjectsAction, RosterAction};
+use crate::context::Ctx;
+use crate::output::{self, table, when};
+
+fn member_json(m: &Member) -> Value {
+    json!({"handle": m.handle.as_str(), "role": m.role, "status": m.status.as_str(), "joined": m.joined.to_string()})
+}
+
+fn project_json(p: &Project) -> Value {
+    json!({"name": p.name.as_str(), "policy": p.policy.as_str(), "created": p.created.to_string()})
+}
+
+fn policy(p: PolicyArg) -> Policy {
+    match p {
+        PolicyArg::Open => Policy::Open,
+        PolicyArg::Roster => Policy::Roster,
+    }
+}
+
+pub fn roster(ctx: &mut Ctx, action: Option<RosterAction>) -> Result<()> {
+    let project = ctx.project()?;
+    let mr = ctx.mailroom();
+    let changed = match action.unwrap_or(RosterAction::List) {
+        RosterAction::List => {
+            let members = mr.roster(&project)?;
+            if ctx.json {
+                output::print_json(
+                    &json!({"project": project.as_str(), "members": members.iter().map(member_json).collect::<Vec<_>>()}),
+                );
+                return Ok(());
+            }
+            if members.is_empty() {
+                println!("Project '{project}' has no members yet.");
+                return Ok(());
+            }
+            let mut rows = vec![vec![
+                "HANDLE".into(),
+                "ROLE".into(),
+                "STATUS".into(),
+                "JOINED".into(),
+            ]];
+            for m in &members {
+                rows.push(vec![
+                    m.handle.to_string(),
+                    m.role.clone(),
+                    m.status.as_str().into(),
+                    when(m.joined),
+                ]);
+            }
+            print!("{}", table(&rows));
+            return Ok(());
+        }
+        RosterAction::Add {
+            handle,
+            role,
+            inactive,
+        } => {
+            let status = if inactive {
+                MemberStatus::Inactive
+            } else {
+                MemberStatus::Active
+            };
+            (mr.add_member(&project, &handle, &role, status)?, "added")
+        }
+        RosterAction::Activate { handle } => (
+            mr.set_member_status(&project, &handle, MemberStatus::Active)?,
+            "activated",
+        ),
+        RosterAction::Deactivate { handle } => (
+            mr.set_member_status(&project, &handle, MemberStatus::Inactive)?,
+            "deactivated",
+        ),
+    };
+    let (member, verb) = changed;
+    if ctx.json {
+        output::print_json(&json!({"project": project.as_str(), "member": member_json(&member)}));
+    } else {
+        println!(
+            "{verb} {}@{project} ({})",
+            member.handle,
+            member.status.as_str()
+        );
+    }
+    Ok(())
+}
+
+pub fn projects(ctx: &mut Ctx, action: Option<ProjectsAction>) -> Result<()> {
+    let mr = ctx.mailroom();
+    match action.unwrap_or(ProjectsAction::List) {
+        ProjectsAction::List => {
+            let projects = mr.projects()?;
+            if ctx.json {
+                output::print_json(
+                    &json!({"projects": projects.iter().map(project_json).collect::<Vec<_>>()}),
+                );
+                return Ok(());
+            }
+            if projects.is_empty() {
+                println!("No projects yet; the first send creates one.");
+                return Ok(());
+            }
+            let mut rows = vec![vec![
+                "PROJECT".into(),
+                "POLICY".into(),
+                "MEMBERS".into(),
+                "CREATED".into(),
+            ]];
+            for p in &projects {
+                let members = mr.roster(&p.name)?.len();
+                rows.push(vec![
+                    p.name.to_string(),
+                    p.policy.as_str().into(),
+                    members.to_string(),
+                    when(p.created),
+                ]);
+            }
+            print!("{}", table(&rows));
+        }
+        ProjectsAction::Add { name, policy: p } => {
+            let (project, created) = mr.add_project(&name, policy(p))?;
+            if ctx.json {
+                output::print_json(&json!({"project": project_json(&project), "created": created}));
+            } else if created {
+                println!(
+                    "created project '{}' (policy {})",
+                    project.name,
+                    project.policy.as_str()
+                );
+            } else {
+                println!(
+                    "project '{}' already exists (policy {})",
+                    project.name,
+                    project.policy.as_str()
+                );
+            }
+        }
+        ProjectsAction::Set { name, policy: p } => {
+            mr.set_policy(&name, policy(p))?;
+            if ctx.json {
+                output::print_json(&json!({"project": name, "policy": policy(p).as_str()}));
+            } else {
+                println!("project '{name}' now has policy {}", policy(p).as_str());
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn resolve(ctx: &mut Ctx, name: &str) -> Result<()> {
+    let current = match ctx.identity()? {
+        Some(i) => i.address.project().cloned(),
+        None => Some(ctx.project()?),
+    };
+    let r = ctx.mailroom().resolve(current.as_ref(), name)?;
+    if ctx.json {
+        output::print_json(&json!({
+            "name": name,
+            "resolved": r.chosen.as_ref().map(|c| c.address.to_string()),
+            "candidates": r.candidates.iter().map(|c| json!({"address": c.address.to_string(), "reason": c.reason})).collect::<Vec<_>>(),
+            "note": r.note,
+        }));
+        return Ok(());
+    }
+    match &r.chosen {
+        Some(c) => println!("{name} -> {} ({})", c.address, c.reason),
+        None => println!("{name} -> no existing mailbox"),
+    }
+    for c in r
+        .candidates
+        .iter()
+        .filter(|c| Some(*c) != r.chosen.as_ref())
+    {
+        println!("  also: {} ({})", c.address, c.reason);
+    }
+    if let Some(note) = &r.note {
+        println!("  {note}");
+    }
+    Ok(())
+}

@@ -1,0 +1,313 @@
+//! `inbox`, `read`, `done`, `archive`, `edit`, `cancel`, `outbox`, `recover`, `search`: the
+//! life of directed mail after it is sent.
+
+use anyhow::Result;
+use mailroom_core::ops::{EditOutcome, EditPatch};
+use mailroom_core::render::{self, Frame};
+use serde_json::json;
+
+use crate::cli::EditArgs;
+use crate::context::Ctx;
+use crate::output::{self, damaged_json, message_json, short, stored_json, table, when};
+
+pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
+    let me = ctx.me()?;
+    let inbox = ctx.mailroom().inbox(&me, limit)?;
+    if ctx.json {
+        output::print_json(&json!({
+            "mailbox": me.to_string(),
+            "messages": inbox.messages.iter().map(stored_json).collect::<Vec<_>>(),
+            "more": inbox.more,
+            "damaged": damaged_json(&inbox.damaged),
+            "notice": render::UNTRUSTED_NOTICE,
+        }));
+        return Ok(());
+    }
+    if inbox.messages.is_empty() && inbox.damaged.is_empty() {
+        println!("No pending mail for {me}.");
+        return Ok(());
+    }
+    let frame = Frame {
+        recipient: &me,
+        noun: "pending message",
+        more: inbox.more,
+        more_command: "mailroom inbox",
+        hints: true,
+    };
+    print!(
+        "{}",
+        render::injection(&frame, &inbox.messages, &inbox.damaged)
+    );
+    Ok(())
+}
+
+pub fn read(ctx: &mut Ctx, id: &str, archive: bool) -> Result<()> {
+    let me = ctx.me()?;
+    let read = ctx.mailroom().read(&me, id, archive)?;
+    if ctx.json {
+        output::print_json(&json!({
+            "messages": [stored_json(&read.stored)],
+            "archived": read.archived,
+            "notice": render::UNTRUSTED_NOTICE,
+        }));
+        return Ok(());
+    }
+    let frame = Frame {
+        recipient: &me,
+        noun: "message",
+        more: 0,
+        more_command: "",
+        hints: !read.archived,
+    };
+    print!(
+        "{}",
+        render::injection(&frame, std::slice::from_ref(&read.stored), &[])
+    );
+    if read.archived {
+        println!("archived {}", read.stored.message.id);
+    }
+    Ok(())
+}
+
+pub fn done(ctx: &mut Ctx, ids: &[String], all: bool) -> Result<()> {
+    let me = ctx.me()?;
+    if all {
+        let n = ctx.mailroom().done_all(&me)?;
+        if ctx.json {
+            output::print_json(&json!({"done": n}));
+        } else {
+            println!("marked {n} message{} done", if n == 1 { "" } else { "s" });
+        }
+        return Ok(());
+    }
+    let results = ctx.mailroom().done(&me, ids)?;
+    if ctx.json {
+        output::print_json(&json!({
+            "messages": results.iter().map(|(id, moved)| json!({"id": id.to_string(), "state": "done", "changed": moved})).collect::<Vec<_>>(),
+        }));
+        return Ok(());
+    }
+    for (id, moved) in results {
+        if moved {
+            println!("done {id}");
+        } else {
+            println!("done {id} (it already was)");
+        }
+    }
+    Ok(())
+}
+
+pub fn archive(ctx: &mut Ctx) -> Result<()> {
+    let me = ctx.me()?;
+    let n = ctx.mailroom().done_all(&me)?;
+    if ctx.json {
+        output::print_json(&json!({"archived": n, "mailbox": me.to_string()}));
+    } else {
+        println!(
+            "archived {n} message{} from {me}",
+            if n == 1 { "" } else { "s" }
+        );
+    }
+    Ok(())
+}
+
+pub fn edit(ctx: &mut Ctx, args: EditArgs) -> Result<()> {
+    let priority = args.priority.as_deref().map(super::priority).transpose()?;
+    let me = ctx.me()?;
+    let report = ctx.mailroom().edit(
+        &me,
+        &args.id,
+        EditPatch {
+            subject: args.subject,
+            priority,
+            body: args.message,
+        },
+    )?;
+    if ctx.json {
+        let outcomes: Vec<_> = report
+            .outcomes
+            .iter()
+            .map(|(to, o)| match o {
+                EditOutcome::Edited => json!({"recipient": to.to_string(), "outcome": "edited"}),
+                EditOutcome::Corrected(id) => json!({"recipient": to.to_string(), "outcome": "correction", "correction_id": id.to_string()}),
+                EditOutcome::Cancelled => json!({"recipient": to.to_string(), "outcome": "cancelled"}),
+            })
+            .collect();
+        output::print_json(
+            &json!({"message": message_json(&report.message, None), "outcomes": outcomes}),
+        );
+        return Ok(());
+    }
+    for (to, outcome) in &report.outcomes {
+        match outcome {
+            EditOutcome::Edited => println!(
+                "edited {} in place at {to} (revision {})",
+                report.message.id, report.message.revision
+            ),
+            EditOutcome::Corrected(id) => println!(
+                "{to} had already read {}; sent correction {id}",
+                report.message.id
+            ),
+            EditOutcome::Cancelled => {
+                println!("{to}: {} was cancelled; nothing sent", report.message.id)
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn cancel(ctx: &mut Ctx, id: &str) -> Result<()> {
+    let me = ctx.me()?;
+    let report = ctx.mailroom().cancel(&me, id)?;
+    if ctx.json {
+        output::print_json(&json!({
+            "id": report.id.to_string(),
+            "recipients": report.outcomes.iter().map(|(to, s)| json!({"recipient": to.to_string(), "state": s.as_str()})).collect::<Vec<_>>(),
+        }));
+        return Ok(());
+    }
+    for (to, state) in &report.outcomes {
+        match state {
+            mailroom_core::State::Cancelled => println!("cancelled {} at {to}", report.id),
+            other => println!(
+                "{to} has already {} {}; it stands",
+                if *other == mailroom_core::State::Done {
+                    "archived"
+                } else {
+                    "read"
+                },
+                report.id
+            ),
+        }
+    }
+    Ok(())
+}
+
+pub fn outbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
+    let me = ctx.me()?;
+    let entries = ctx.mailroom().outbox(&me, limit)?;
+    if ctx.json {
+        let messages: Vec<_> = entries
+            .iter()
+            .map(|e| {
+                let mut v = message_json(&e.message, None);
+                v["recipients"] = json!(e.recipients.iter().map(|(to, s)| json!({"address": to.to_string(), "state": s.map(|s| s.as_str())})).collect::<Vec<_>>());
+                v["state"] = json!(e.recipients.first().and_then(|(_, s)| s.map(|s| s.as_str())));
+                v
+            })
+            .collect();
+        output::print_json(&json!({"messages": messages}));
+        return Ok(());
+    }
+    if entries.is_empty() {
+        println!("Nothing sent by {me}.");
+        return Ok(());
+    }
+    let mut rows = vec![vec![
+        "ID".into(),
+        "DATE".into(),
+        "TO (STATE)".into(),
+        "SUBJECT".into(),
+    ]];
+    for e in &entries {
+        let to: Vec<String> = e
+            .recipients
+            .iter()
+            .map(|(a, s)| format!("{a} ({})", s.map(|s| s.as_str()).unwrap_or("missing")))
+            .collect();
+        rows.push(vec![
+            short(&e.message.id),
+            when(e.message.date),
+            to.join(", "),
+            e.message.subject.clone(),
+        ]);
+    }
+    print!("{}", table(&rows));
+    Ok(())
+}
+
+pub fn recover(ctx: &mut Ctx, restore: Option<&str>, limit: usize) -> Result<()> {
+    let me = ctx.me()?;
+    if let Some(id) = restore {
+        let stored = ctx.mailroom().restore(&me, id)?;
+        if ctx.json {
+            output::print_json(&json!({"messages": [stored_json(&stored)]}));
+        } else {
+            println!(
+                "restored {} to pending; it will be delivered again",
+                stored.message.id
+            );
+        }
+        return Ok(());
+    }
+    let recent = ctx.mailroom().recover(&me, limit)?;
+    if ctx.json {
+        let messages: Vec<_> = recent
+            .iter()
+            .map(|(s, at)| {
+                let mut v = stored_json(s);
+                v["archived_at"] = json!(at.to_string());
+                v
+            })
+            .collect();
+        output::print_json(&json!({"messages": messages}));
+        return Ok(());
+    }
+    if recent.is_empty() {
+        println!("Nothing archived for {me}.");
+        return Ok(());
+    }
+    let mut rows = vec![vec![
+        "ID".into(),
+        "ARCHIVED".into(),
+        "FROM".into(),
+        "SUBJECT".into(),
+    ]];
+    for (s, at) in &recent {
+        rows.push(vec![
+            short(&s.message.id),
+            when(*at),
+            s.message.from.to_string(),
+            s.message.subject.clone(),
+        ]);
+    }
+    print!("{}", table(&rows));
+    println!("restore one with `mailroom recover --restore ID`");
+    Ok(())
+}
+
+pub fn search(ctx: &mut Ctx, query: &str) -> Result<()> {
+    let me = ctx.me()?;
+    let found = ctx.mailroom().search(&me, query)?;
+    if ctx.json {
+        let messages: Vec<_> = found
+            .hits
+            .iter()
+            .map(|h| {
+                let mut v = stored_json(&h.stored);
+                v["folder"] = json!(if h.sent { "outbox" } else { "mailbox" });
+                v
+            })
+            .collect();
+        output::print_json(&json!({
+            "messages": messages,
+            "damaged": damaged_json(&found.damaged),
+            "notice": render::UNTRUSTED_NOTICE,
+        }));
+        return Ok(());
+    }
+    if found.hits.is_empty() {
+        println!("No message of {me} matches '{query}'.");
+        return Ok(());
+    }
+    let stored: Vec<_> = found.hits.into_iter().map(|h| h.stored).collect();
+    let frame = Frame {
+        recipient: &me,
+        noun: "search result",
+        more: 0,
+        more_command: "",
+        hints: false,
+    };
+    print!("{}", render::injection(&frame, &stored, &found.damaged));
+    Ok(())
+}

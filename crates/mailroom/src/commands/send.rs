@@ -1,0 +1,89 @@
+//! `send`, `reply` and `handover`: everything that creates a message.
+
+use anyhow::Result;
+use mailroom_core::ops::{Draft, Sent};
+use serde_json::json;
+
+use crate::cli::{ReplyArgs, SendArgs};
+use crate::context::Ctx;
+use crate::output::{self, message_json};
+
+pub fn send(ctx: &mut Ctx, args: SendArgs) -> Result<()> {
+    let kind = super::kind(&args.kind)?;
+    let priority = super::priority(&args.content.priority)?;
+    let me = ctx.me()?;
+    let body = output::body(args.content.message)?;
+    let sent = ctx.mailroom().send(
+        &me,
+        Draft {
+            to: args.to,
+            subject: args.content.subject,
+            body,
+            kind,
+            priority,
+            idempotency_key: args.idempotency_key,
+        },
+    )?;
+    print_sent(ctx, &sent, "sent", None)
+}
+
+pub fn reply(ctx: &mut Ctx, args: ReplyArgs) -> Result<()> {
+    let kind = super::kind(&args.kind)?;
+    let priority = super::priority(&args.content.priority)?;
+    let me = ctx.me()?;
+    let body = output::body(args.content.message)?;
+    let (sent, closed) = ctx.mailroom().reply(
+        &me,
+        &args.id,
+        Draft {
+            subject: args.content.subject,
+            body,
+            kind,
+            priority,
+            ..Draft::default()
+        },
+        args.keep_open,
+    )?;
+    print_sent(ctx, &sent, "replied", Some(closed))
+}
+
+pub fn handover(
+    ctx: &mut Ctx,
+    message: Option<String>,
+    subject: Option<String>,
+    priority: &str,
+) -> Result<()> {
+    let priority = super::priority(priority)?;
+    let me = ctx.me()?;
+    let body = output::body(message)?;
+    let sent = ctx.mailroom().handover(&me, body, subject, priority)?;
+    print_sent(ctx, &sent, "handover saved for your next session:", None)
+}
+
+fn print_sent(ctx: &Ctx, sent: &Sent, verb: &str, closed: Option<bool>) -> Result<()> {
+    output::notices(&sent.notices);
+    if ctx.json {
+        let mut v = json!({
+            "message": message_json(&sent.message, None),
+            "id": sent.message.id.to_string(),
+            "timestamp": sent.message.date.strftime("%Y%m%d-%H%M").to_string(),
+            "duplicate": sent.duplicate,
+            "notices": sent.notices,
+        });
+        if let Some(c) = closed {
+            v["closed"] = json!(c);
+        }
+        output::print_json(&v);
+        return Ok(());
+    }
+    let to: Vec<String> = sent.message.to.iter().map(ToString::to_string).collect();
+    let mut line = format!("{verb} {} to {}", sent.message.id, to.join(", "));
+    if sent.duplicate {
+        line.push_str(" (already sent with this key; nothing new delivered)");
+    }
+    if let (Some(true), Some(orig)) = (closed, sent.message.reply_to) {
+        line.push_str(&format!("; closed {orig}"));
+    }
+    println!("{line}");
+    Ok(())
+}

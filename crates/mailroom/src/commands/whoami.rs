@@ -1,0 +1,71 @@
+//! `whoami`: the resolved identity, where it came from, and the member context.
+
+use anyhow::Result;
+use mailroom_core::Store;
+use serde_json::json;
+
+use crate::context::Ctx;
+use crate::output;
+
+pub fn whoami(ctx: &mut Ctx) -> Result<()> {
+    let identity = ctx.identity()?;
+    let home = ctx.store.describe();
+    let repo = ctx.inputs.repo.as_ref().map(|r| r.toplevel.clone());
+    let Some(identity) = identity else {
+        if ctx.json {
+            output::print_json(&json!({"identity": null, "home": home, "repo": repo}));
+        } else {
+            println!(
+                "identity: none (not in a git repository; pass --as, set MAILROOM_AS, or add .mailroom.toml)"
+            );
+            println!("home:     {home}");
+        }
+        return Ok(());
+    };
+    let c = ctx.mailroom().member_context(&identity.address)?;
+    if ctx.json {
+        output::print_json(&json!({
+            "identity": identity.address.to_string(),
+            "handle": identity.address.handle.as_str(),
+            "project": identity.address.project().map(|p| p.as_str()),
+            "source": identity.source.as_str(),
+            "home": home,
+            "repo": repo,
+            "policy": c.project.as_ref().map(|p| p.policy.as_str()),
+            "member": c.member.as_ref().map(|m| json!({"role": m.role, "status": m.status.as_str(), "joined": m.joined.to_string()})),
+            "unread": c.unread,
+            "read": c.read,
+        }));
+        return Ok(());
+    }
+    println!(
+        "identity: {} (from {})",
+        identity.address,
+        identity.source.as_str()
+    );
+    if let Some(p) = &c.project {
+        println!("project:  {} (policy {})", p.name, p.policy.as_str());
+    }
+    match &c.member {
+        Some(m) => println!(
+            "member:   {}{}, joined {}",
+            m.status.as_str(),
+            if m.role.is_empty() {
+                String::new()
+            } else {
+                format!(", role {}", m.role)
+            },
+            output::when(m.joined)
+        ),
+        None if identity.address.is_human() => println!("member:   the operator (global mailbox)"),
+        None => {
+            println!("member:   not yet on the roster (joins on first send in an open project)")
+        }
+    }
+    println!("pending:  {} unread, {} read", c.unread, c.read);
+    println!("home:     {home}");
+    if let Some(r) = repo {
+        println!("repo:     {r}");
+    }
+    Ok(())
+}

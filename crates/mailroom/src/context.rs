@@ -1,0 +1,151 @@
+//! Turning the process's surroundings (flags, environment, the git checkout) into data for the
+//! core: the store to use and who is acting.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use mailroom_core::identity::{self, Identity, Inputs, Repo};
+use mailroom_core::store::OriginClaim;
+use mailroom_core::{Address, Error, Mailroom, Name, Store};
+use mailroom_store_fs::FsStore;
+
+use crate::cli::Cli;
+
+/// The process environment mailroom reads, gathered once so tests and the demo can set it.
+#[derive(Clone, Debug, Default)]
+pub struct Env {
+    pub home: Option<PathBuf>,
+    pub as_: Option<String>,
+    pub cwd: Option<PathBuf>,
+}
+
+impl Env {
+    pub fn from_process() -> Env {
+        Env {
+            home: std::env::var_os("MAILROOM_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
+            as_: std::env::var("MAILROOM_AS").ok(),
+            cwd: std::env::current_dir().ok(),
+        }
+    }
+}
+
+/// Everything a command needs.
+pub struct Ctx {
+    pub store: FsStore,
+    pub inputs: Inputs,
+    pub json: bool,
+    /// Lazily resolved identity (commands that need none never pay for it).
+    identity: Option<Option<Identity>>,
+}
+
+impl Ctx {
+    pub fn new(cli: &Cli, env: &Env) -> Result<Ctx> {
+        let home = match cli.home.clone().or_else(|| env.home.clone()) {
+            Some(h) => h,
+            None => default_home()?,
+        };
+        let repo = env.cwd.as_deref().map(find_repo).transpose()?.flatten();
+        Ok(Ctx {
+            store: FsStore::new(home),
+            inputs: Inputs {
+                flag_as: cli.as_.clone(),
+                env_as: env.as_.clone(),
+                flag_project: cli.project.clone(),
+                repo,
+            },
+            json: cli.json,
+            identity: None,
+        })
+    }
+
+    pub fn mailroom(&self) -> Mailroom<'_> {
+        Mailroom::new(&self.store)
+    }
+
+    /// The identity, if one can be had; records a git-derived claim on first use.
+    pub fn identity(&mut self) -> Result<Option<Identity>> {
+        if let Some(i) = &self.identity {
+            return Ok(i.clone());
+        }
+        let id = identity::resolve(&self.inputs)?;
+        if let Some(Identity {
+            address,
+            origin: Some(path),
+            ..
+        }) = &id
+        {
+            if let OriginClaim::Other(first) = self.store.claim_origin(address, path)? {
+                eprintln!(
+                    "warning: {address} is also used by the checkout {first}; checkouts with the same name share one mailbox (give this one its own handle in .mailroom.toml)"
+                );
+            }
+        }
+        self.identity = Some(id.clone());
+        Ok(id)
+    }
+
+    /// The identity, or the error that says how to get one.
+    pub fn me(&mut self) -> Result<Address> {
+        match self.identity()? {
+            Some(i) => Ok(i.address),
+            None => Err(Error::Invalid(
+                "no identity: this directory is not inside a git repository; pass --as HANDLE, set MAILROOM_AS, or run inside a repository".into(),
+            )
+            .into()),
+        }
+    }
+
+    /// The project a roster or project command is about.
+    pub fn project(&mut self) -> Result<Name> {
+        if self.inputs.flag_project.is_none() {
+            if let Ok(Some(i)) = identity::resolve(&self.inputs) {
+                if let Some(p) = i.address.project() {
+                    return Ok(p.clone());
+                }
+            }
+        }
+        Ok(identity::project_of(&self.inputs)?)
+    }
+}
+
+fn default_home() -> Result<PathBuf> {
+    directories::ProjectDirs::from("", "", "mailroom")
+        .map(|d| d.data_dir().to_owned())
+        .context("cannot find a home directory for mailroom; set MAILROOM_HOME or pass --home")
+}
+
+/// The `.mailroom.toml` keys.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RepoConfig {
+    project: Option<String>,
+    handle: Option<String>,
+    #[allow(dead_code, reason = "reserved for the PostgreSQL store's URL")]
+    url: Option<String>,
+}
+
+/// The git checkout around `cwd` (the nearest ancestor holding `.git`), without running git.
+fn find_repo(cwd: &Path) -> Result<Option<Repo>> {
+    let Some(top) = cwd.ancestors().find(|d| d.join(".git").exists()) else {
+        return Ok(None);
+    };
+    let config_path = top.join(".mailroom.toml");
+    let config = match std::fs::read_to_string(&config_path) {
+        Ok(text) => toml::from_str::<RepoConfig>(&text).map_err(|e| {
+            Error::Invalid(format!(
+                "{} is not valid: {}; it takes the keys project and handle",
+                config_path.display(),
+                e.message()
+            ))
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => RepoConfig::default(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", config_path.display())),
+    };
+    Ok(Some(Repo {
+        toplevel: top.display().to_string(),
+        config_project: config.project,
+        config_handle: config.handle,
+    }))
+}

@@ -1,0 +1,51 @@
+//! The `mailroom` binary: parse the command line, dispatch, map errors to exit codes.
+
+mod cli;
+mod commands;
+mod context;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use mailroom_core::ErrorKind;
+
+fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let json = cli.json;
+    match commands::run(cli, &context::Env::from_process()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => report(&e, json),
+    }
+}
+
+/// Prints the error as one sentence (and as JSON on stdout with `--json`); returns its code.
+fn report(e: &anyhow::Error, json: bool) -> ExitCode {
+    let (code, kind) = match e.downcast_ref::<mailroom_core::Error>().map(|e| e.kind()) {
+        Some(ErrorKind::Invalid) => (2, "invalid"),
+        Some(ErrorKind::NotFound) => (3, "not_found"),
+        Some(ErrorKind::Refused) => (4, "refused"),
+        Some(ErrorKind::Conflict) => (5, "conflict"),
+        Some(ErrorKind::Timeout) => (6, "timeout"),
+        Some(ErrorKind::Store) | None => (1, "failure"),
+    };
+    let mut message = e.to_string();
+    if e.downcast_ref::<mailroom_core::Error>().is_none() {
+        for cause in e.chain().skip(1) {
+            message.push_str(&format!(": {cause}"));
+        }
+    }
+    eprintln!("error: {message}");
+    if json {
+        output::print_json(&serde_json::json!({
+            "error": {"code": code, "kind": kind, "message": message}
+        }));
+    }
+    ExitCode::from(code)
+}

@@ -1,0 +1,133 @@
+//! What the CLI prints: the JSON shapes (stable, documented in docs/CLI.md) and small text
+//! helpers. Message text for models goes through the core's injection renderer.
+
+use std::io::{IsTerminal, Read};
+
+use anyhow::Result;
+use mailroom_core::text::MAX_BODY_BYTES;
+use mailroom_core::{Damaged, Error, Message, State, Stored};
+use serde_json::{Value, json};
+
+/// The JSON object of a message, with the state of this copy.
+pub fn message_json(m: &Message, state: Option<State>) -> Value {
+    let to: Vec<String> = m.to.iter().map(ToString::to_string).collect();
+    json!({
+        "id": m.id.to_string(),
+        "from": m.from.to_string(),
+        "to": to.join(", "),
+        "recipients": to,
+        "subject": m.subject,
+        "body": m.body,
+        "kind": m.kind.as_str(),
+        "priority": m.priority.as_str(),
+        "date": m.date.to_string(),
+        "timestamp": m.date.strftime("%Y%m%d-%H%M").to_string(),
+        "reply_to": m.reply_to.map(|r| r.to_string()),
+        "thread": m.thread.to_string(),
+        "revision": m.revision,
+        "edited": m.edited.map(|e| e.to_string()),
+        "state": state.map(State::as_str),
+    })
+}
+
+pub fn stored_json(s: &Stored) -> Value {
+    let mut v = message_json(&s.message, Some(s.state));
+    if !s.warnings.is_empty() {
+        v["warnings"] = json!(s.warnings);
+    }
+    v
+}
+
+pub fn damaged_json(d: &[Damaged]) -> Value {
+    Value::Array(
+        d.iter()
+            .map(|d| json!({"location": d.location, "state": d.state.map(State::as_str), "problem": d.problem}))
+            .collect(),
+    )
+}
+
+/// Prints JSON on stdout.
+pub fn print_json(v: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
+    );
+}
+
+/// The body: `--message`, else stdin (refused on a terminal, limited, UTF-8 checked).
+pub fn body(message: Option<String>) -> Result<String> {
+    if let Some(m) = message {
+        return Ok(m);
+    }
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(Error::Invalid(
+            "no body: pass --message TEXT or pipe the body on stdin".into(),
+        )
+        .into());
+    }
+    let mut buf = Vec::new();
+    stdin
+        .lock()
+        .take(MAX_BODY_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::Invalid(format!("cannot read the body from stdin: {e}")))?;
+    if buf.len() > MAX_BODY_BYTES {
+        return Err(Error::Invalid(format!(
+            "the body on stdin is over {MAX_BODY_BYTES} bytes (1 MiB), the limit: put large content in a file and send its path"
+        ))
+        .into());
+    }
+    String::from_utf8(buf).map_err(|e| {
+        Error::Invalid(format!(
+            "the body on stdin is not valid UTF-8 (byte {} is not): send text",
+            e.utf8_error().valid_up_to()
+        ))
+        .into()
+    })
+}
+
+/// A short id for tables: long enough to be unique in practice, and any prefix is accepted.
+pub fn short(id: &mailroom_core::MessageId) -> String {
+    id.to_string()[..12].to_owned()
+}
+
+/// A date as people read it in tables.
+pub fn when(t: jiff::Timestamp) -> String {
+    t.strftime("%Y-%m-%d %H:%M").to_string()
+}
+
+/// Pads columns of a table to their widest cell.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[c]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// Prints notices for the sender on stderr (stdout stays clean for scripts).
+pub fn notices(notices: &[String]) {
+    for n in notices {
+        eprintln!("note: {n}");
+    }
+}
