@@ -7,6 +7,7 @@
 pub mod address;
 pub mod error;
 pub mod identity;
+pub mod interchange;
 pub mod message;
 pub mod name;
 pub mod ops;

@@ -1,0 +1,244 @@
+//! m_AI_l's mailbox files: `SENDER // YYYYMMDD-HHMM // H|M|L // SUBJECT // Body` message lines,
+//! bodies continuing on the following lines, a `<!-- END -->` sentinel at the end, and
+//! `(((END)))` standing for the sentinel inside content. Also its Markdown roster and project
+//! tables.
+
+use jiff::Timestamp;
+
+use super::Problem;
+use crate::message::Priority;
+
+pub const SENTINEL: &str = "<!-- END -->";
+pub const ESCAPED_SENTINEL: &str = "(((END)))";
+
+/// One message of an m_AI_l mailbox (or outbox) file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MailEntry {
+    /// The first field: the sender in a mailbox, the recipient in an outbox; `ORIGIN/HANDLE`
+    /// for cross-project mail.
+    pub party: String,
+    pub timestamp: Timestamp,
+    pub priority: Priority,
+    pub subject: String,
+    pub body: String,
+    pub line: usize,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parsed {
+    pub entries: Vec<MailEntry>,
+    pub problems: Vec<Problem>,
+}
+
+/// `YYYYMMDD-HHMM` in UTC, m_AI_l's timestamp.
+pub fn parse_timestamp(s: &str) -> Option<Timestamp> {
+    let s = s.trim();
+    let shape_ok = s.len() == 13
+        && s.bytes().enumerate().all(|(i, b)| if i == 8 { b == b'-' } else { b.is_ascii_digit() });
+    if !shape_ok {
+        return None;
+    }
+    let dt = jiff::civil::DateTime::strptime("%Y%m%d-%H%M", s).ok()?;
+    dt.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp())
+}
+
+pub fn format_timestamp(t: Timestamp) -> String {
+    t.strftime("%Y%m%d-%H%M").to_string()
+}
+
+fn unescape(s: &str) -> String {
+    s.replace(ESCAPED_SENTINEL, SENTINEL)
+}
+
+/// Splits a message line into its fields, or `None` when it is not one.
+fn message_fields(line: &str) -> Option<Vec<&str>> {
+    let fields: Vec<&str> = line.split(" // ").collect();
+    if fields.len() < 3 {
+        return None;
+    }
+    let party = fields[0].trim();
+    let looks_like_party = !party.is_empty()
+        && !party.contains(char::is_whitespace)
+        && party.chars().all(|c| c.is_ascii_alphanumeric() || "._-/@".contains(c));
+    let ts = fields[1].trim();
+    let looks_like_time = parse_timestamp(ts).is_some()
+        || (fields.len() >= 4 && ts.len() <= 25 && ts.chars().any(|c| c.is_ascii_digit()));
+    (looks_like_party && looks_like_time).then_some(fields)
+}
+
+/// Reads a mailbox, archive or outbox file.
+pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
+    let mut out = Parsed::default();
+    let mut current: Option<(MailEntry, Vec<String>)> = None;
+    let mut after_sentinel = false;
+    let mut saw_sentinel = false;
+    let mut last_time = None;
+    let flush = |cur: &mut Option<(MailEntry, Vec<String>)>, out: &mut Parsed| {
+        if let Some((mut e, body)) = cur.take() {
+            let mut lines: Vec<String> = body;
+            while lines.last().is_some_and(|l| l.trim().is_empty()) {
+                lines.pop();
+            }
+            e.body = unescape(&lines.join("\n"));
+            out.entries.push(e);
+        }
+    };
+    for (i, raw) in text.lines().enumerate() {
+        let line_no = i + 1;
+        if raw.trim() == SENTINEL {
+            flush(&mut current, &mut out);
+            saw_sentinel = true;
+            after_sentinel = true;
+            continue;
+        }
+        if let Some(fields) = message_fields(raw) {
+            flush(&mut current, &mut out);
+            if after_sentinel {
+                out.problems.push(Problem {
+                    line: line_no,
+                    message: format!("message found after the {SENTINEL} sentinel; imported anyway"),
+                });
+                after_sentinel = false;
+            }
+            let ts = fields[1].trim();
+            let timestamp = match parse_timestamp(ts) {
+                Some(t) => t,
+                None => {
+                    let stand_in = last_time.unwrap_or(fallback_time);
+                    out.problems.push(Problem {
+                        line: line_no,
+                        message: format!("unreadable timestamp '{ts}'; imported with {stand_in}"),
+                    });
+                    stand_in
+                }
+            };
+            last_time = Some(timestamp);
+            let (priority, rest) = match fields[2].trim().parse::<Priority>() {
+                Ok(p) if fields[2].trim().len() == 1 => (p, &fields[3..]),
+                _ => {
+                    out.problems.push(Problem {
+                        line: line_no,
+                        message: "no priority field; imported as M".into(),
+                    });
+                    (Priority::Medium, &fields[2..])
+                }
+            };
+            let subject = rest.first().map(|s| unescape(s.trim())).unwrap_or_default();
+            let first_body = if rest.len() > 1 { rest[1..].join(" // ") } else { String::new() };
+            current = Some((
+                MailEntry {
+                    party: fields[0].trim().to_owned(),
+                    timestamp,
+                    priority,
+                    subject: crate::text::clean_line(&subject),
+                    body: String::new(),
+                    line: line_no,
+                },
+                if first_body.trim().is_empty() { vec![] } else { vec![first_body.trim_start().to_owned()] },
+            ));
+            continue;
+        }
+        match &mut current {
+            Some((_, body)) => body.push(raw.to_owned()),
+            None if raw.trim().is_empty() || raw.trim_start().starts_with('#') => {}
+            None if after_sentinel => {
+                out.problems.push(Problem {
+                    line: line_no,
+                    message: format!("text after the {SENTINEL} sentinel that is not a message; skipped"),
+                });
+            }
+            None => out.problems.push(Problem {
+                line: line_no,
+                message: "text before the first message line; skipped".into(),
+            }),
+        }
+    }
+    flush(&mut current, &mut out);
+    if !saw_sentinel && !out.entries.is_empty() {
+        out.problems.push(Problem {
+            line: text.lines().count().max(1),
+            message: format!("no {SENTINEL} sentinel; read to the end of the file"),
+        });
+    }
+    out
+}
+
+/// A Markdown table's rows as (1-based line, column name (lowercase) → cell) maps.
+pub fn table_rows(text: &str) -> Vec<(usize, Vec<(String, String)>)> {
+    let mut rows = Vec::new();
+    let mut header: Option<Vec<String>> = None;
+    for (i, line) in text.lines().enumerate() {
+        let t = line.trim();
+        if !t.starts_with('|') {
+            header = None;
+            continue;
+        }
+        let cells: Vec<String> = t.trim_matches('|').split('|').map(|c| c.trim().trim_matches('`').trim().to_owned()).collect();
+        match &header {
+            None => header = Some(cells.iter().map(|c| c.to_ascii_lowercase()).collect()),
+            Some(_) if cells.iter().all(|c| c.chars().all(|ch| matches!(ch, '-' | ':' | ' '))) => {}
+            Some(h) => rows.push((i + 1, h.iter().cloned().zip(cells).collect())),
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> Timestamp {
+        parse_timestamp(s).unwrap()
+    }
+
+    #[test]
+    fn reads_messages_multi_line_bodies_and_the_escape() {
+        let text = "# mailbox of BACKEND\nFRONTEND // 20260313-1422 // H // API ready // The endpoint is up.\nSecond line (((END))) here.\n\nOPS/INFRA // 20260313-1500 // L // Re: deploy // a // b\n<!-- END -->\n";
+        let p = parse(text, Timestamp::UNIX_EPOCH);
+        assert_eq!(p.problems, vec![]);
+        assert_eq!(p.entries.len(), 2);
+        let a = &p.entries[0];
+        assert_eq!((a.party.as_str(), a.priority, a.subject.as_str()), ("FRONTEND", Priority::High, "API ready"));
+        assert_eq!(a.body, "The endpoint is up.\nSecond line <!-- END --> here.");
+        assert_eq!(a.timestamp, t("20260313-1422"));
+        let b = &p.entries[1];
+        assert_eq!((b.party.as_str(), b.body.as_str(), b.line), ("OPS/INFRA", "a // b", 5));
+    }
+
+    #[test]
+    fn recovers_damaged_files_and_reports_by_line() {
+        let text = "stray words\nA // 2026031-1422 // M // bad time // x\nB // 20260313-1423 // no priority // body\n<!-- END -->\nC // 20260313-1424 // L // after the end // y\n";
+        let p = parse(text, t("20260101-0000"));
+        let subjects: Vec<&str> = p.entries.iter().map(|e| e.subject.as_str()).collect();
+        assert_eq!(subjects, vec!["bad time", "no priority", "after the end"]);
+        let lines: Vec<usize> = p.problems.iter().map(|p| p.line).collect();
+        assert_eq!(lines, vec![1, 2, 3, 5]);
+    }
+
+    #[test]
+    fn a_bad_timestamp_keeps_the_message() {
+        let text = "A // 20261399-9999 // M // s // body\n<!-- END -->\n";
+        let p = parse(text, t("20260101-0000"));
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(p.entries[0].timestamp, t("20260101-0000"));
+        assert_eq!(p.problems.len(), 1);
+        assert_eq!(p.problems[0].line, 1);
+    }
+
+    #[test]
+    fn missing_sentinel_is_reported_not_fatal() {
+        let p = parse("A // 20260313-1422 // M // s // b\n", Timestamp::UNIX_EPOCH);
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(p.problems.len(), 1);
+    }
+
+    #[test]
+    fn tables_are_read_by_column_name() {
+        let text = "# Roster\n| Handle | Role | Status |\n|---|---|---|\n| `BACKEND` | api | active |\n| FRONTEND | web | inactive |\n";
+        let rows = table_rows(text);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].0, 4);
+        assert_eq!(rows[0].1[0], ("handle".to_owned(), "BACKEND".to_owned()));
+        assert_eq!(rows[1].1[2], ("status".to_owned(), "inactive".to_owned()));
+    }
+}

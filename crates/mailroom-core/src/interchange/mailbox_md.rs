@@ -1,0 +1,307 @@
+//! The mailbox protocol's `mailbox.md`: entries separated by `---`, each with `**Timestamp:**`,
+//! `**From:**`, `**Type:**` and `**Subject:**` lines, then a free body.
+//!
+//! Reading tolerates what models write by hand: `**Key**:` as well as `**Key:**`, plain
+//! `Key:`, list bullets, any case, backticks, seconds or an ISO form in timestamps, a missing
+//! blank line, `---` inside a body (a separator counts only when a field line follows it).
+
+use std::fmt::Write as _;
+
+use jiff::Timestamp;
+
+use super::Problem;
+use crate::message::Kind;
+
+/// One entry as the protocol sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub timestamp: Timestamp,
+    /// The agent name as written.
+    pub from: String,
+    pub kind: Kind,
+    pub subject: String,
+    pub body: String,
+    /// The 1-based line of the entry's separator (or first field).
+    pub line: usize,
+}
+
+/// What a read found.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parsed {
+    pub entries: Vec<Entry>,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Field {
+    Timestamp,
+    From,
+    Type,
+    Subject,
+}
+
+/// Recognises a field line; returns the field and its value.
+fn field(line: &str) -> Option<(Field, String)> {
+    let t = line.trim().trim_start_matches(['-', '*', '+']).trim_start();
+    // Strip emphasis around the key: **Key:** v, **Key**: v, __Key:__ v, Key: v.
+    let t = t.trim_start_matches(['*', '_']);
+    let (key, rest) = t.split_once(':')?;
+    let key = key.trim_end_matches(['*', '_']).trim().to_ascii_lowercase();
+    let f = match key.as_str() {
+        "timestamp" | "time" | "date" => Field::Timestamp,
+        "from" | "sender" | "author" => Field::From,
+        "type" | "kind" => Field::Type,
+        "subject" | "title" => Field::Subject,
+        _ => return None,
+    };
+    let rest = rest.strip_prefix("**").or_else(|| rest.strip_prefix("__")).unwrap_or(rest);
+    let value = match f {
+        Field::Subject => rest.trim(),
+        _ => rest.trim().trim_matches('`').trim(),
+    };
+    Some((f, value.to_owned()))
+}
+
+fn is_separator(line: &str) -> bool {
+    let t = line.trim();
+    t.len() >= 3 && (t.chars().all(|c| c == '-') || t.chars().all(|c| c == '*') || t.chars().all(|c| c == '_'))
+}
+
+/// Parses the protocol's timestamps and the forms models write instead.
+pub fn parse_timestamp(s: &str) -> Option<Timestamp> {
+    let s = s.trim().trim_matches('`').trim();
+    if let Ok(t) = s.parse::<Timestamp>() {
+        return Some(t);
+    }
+    let bare = s
+        .trim_end_matches("UTC")
+        .trim_end_matches("GMT")
+        .trim_end_matches('Z')
+        .trim();
+    for fmt in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d"] {
+        if let Ok(dt) = jiff::civil::DateTime::strptime(fmt, bare) {
+            return dt.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp());
+        }
+        if let Ok(d) = jiff::civil::Date::strptime(fmt, bare) {
+            return d.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp());
+        }
+    }
+    None
+}
+
+fn parse_kind(s: &str) -> Option<Kind> {
+    let word: String = s
+        .trim()
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect();
+    word.parse().ok()
+}
+
+/// Reads a whole `mailbox.md`. `fallback_time` stands in for an unreadable timestamp (the
+/// previous entry's time is preferred, so order is kept).
+pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Parsed::default();
+    // Find entry starts: a separator whose next non-blank line is a field, or a field line at
+    // the top of the file.
+    let mut starts = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if is_separator(line) {
+            let next = lines[i + 1..].iter().position(|l| !l.trim().is_empty()).map(|p| i + 1 + p);
+            if let Some(n) = next {
+                if field(lines[n]).is_some() {
+                    starts.push((i, n));
+                }
+            }
+        }
+    }
+    if starts.is_empty() || lines[..starts[0].0].iter().any(|l| field(l).is_some()) {
+        if let Some(first) = lines.iter().position(|l| field(l).is_some()) {
+            if starts.first().is_none_or(|s| first < s.0) {
+                starts.insert(0, (first, first));
+            }
+        }
+    }
+    let mut last_time = None;
+    for (k, &(sep, first_field)) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map(|s| s.0).unwrap_or(lines.len());
+        let line_no = sep + 1;
+        let mut timestamp = None;
+        let mut from = None;
+        let mut kind = None;
+        let mut subject = None;
+        let mut i = first_field;
+        let mut bad_time = None;
+        while i < end {
+            let l = lines[i];
+            if l.trim().is_empty() && from.is_some() && subject.is_some() {
+                break;
+            }
+            match field(l) {
+                Some((Field::Timestamp, v)) if timestamp.is_none() && bad_time.is_none() => match parse_timestamp(&v) {
+                    Some(t) => timestamp = Some(t),
+                    None => bad_time = Some((i + 1, v)),
+                },
+                Some((Field::From, v)) if from.is_none() => from = Some(v),
+                Some((Field::Type, v)) if kind.is_none() => match parse_kind(&v) {
+                    Some(kd) => kind = Some(kd),
+                    None => {
+                        out.problems.push(Problem {
+                            line: i + 1,
+                            message: format!("unknown type '{v}'; imported as INFO"),
+                        });
+                        kind = Some(Kind::Info);
+                    }
+                },
+                Some((Field::Subject, v)) if subject.is_none() => subject = Some(v),
+                _ if l.trim().is_empty() => {}
+                _ => break,
+            }
+            i += 1;
+        }
+        let body_lines = &lines[i.min(end)..end];
+        let body = trim_blank_lines(body_lines);
+        let Some(from) = from.filter(|f| !f.is_empty()) else {
+            out.problems.push(Problem {
+                line: line_no,
+                message: "entry has no **From:** line; skipped".into(),
+            });
+            continue;
+        };
+        let timestamp = match (timestamp, bad_time) {
+            (Some(t), _) => t,
+            (None, bad) => {
+                let stand_in = last_time.unwrap_or(fallback_time);
+                out.problems.push(Problem {
+                    line: bad.as_ref().map(|b| b.0).unwrap_or(line_no),
+                    message: match bad {
+                        Some((_, v)) => format!("unreadable timestamp '{v}'; imported with {stand_in}"),
+                        None => format!("entry has no **Timestamp:** line; imported with {stand_in}"),
+                    },
+                });
+                stand_in
+            }
+        };
+        last_time = Some(timestamp);
+        let subject = subject.unwrap_or_else(|| crate::text::default_subject(&body));
+        out.entries.push(Entry {
+            timestamp,
+            from,
+            kind: kind.unwrap_or(Kind::Info),
+            subject: crate::text::clean_line(&subject),
+            body,
+            line: line_no,
+        });
+    }
+    out
+}
+
+fn trim_blank_lines(lines: &[&str]) -> String {
+    let start = lines.iter().position(|l| !l.trim().is_empty());
+    let end = lines.iter().rposition(|l| !l.trim().is_empty());
+    match (start, end) {
+        (Some(s), Some(e)) => lines[s..=e].join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Renders entries in the protocol's exact format.
+pub fn render(entries: &[Entry]) -> String {
+    let mut out = String::new();
+    for e in entries {
+        let _ = writeln!(out, "---");
+        let _ = writeln!(out, "**Timestamp:** {}", e.timestamp.strftime("%Y-%m-%d %H:%M UTC"));
+        let _ = writeln!(out, "**From:** {}", crate::text::clean_line(&e.from));
+        let _ = writeln!(out, "**Type:** {}", e.kind);
+        let _ = writeln!(out, "**Subject:** {}", crate::text::clean_line(&e.subject));
+        if !e.body.is_empty() {
+            let _ = writeln!(out);
+            let _ = writeln!(out, "{}", e.body.trim_end_matches('\n'));
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn t(s: &str) -> Timestamp {
+        parse_timestamp(s).unwrap()
+    }
+
+    const SEED_EXAMPLE: &str = "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** builder\n**Type:** INTERFACE_CHANGE\n**Subject:** Renamed `calc_stats()` to `compute_statistics()`\nThe function `calc_stats()` in `src/stats.R` was renamed.\n---\n**Timestamp:** 2026-03-13 14:45 UTC\n**From:** planner\n**Type:** HOLD_REQUEST\n**Subject:** Undefined symbol in equation (3)\nIn equation (3) of the uploaded PDF, the symbol is used but never defined.\n";
+
+    #[test]
+    fn reads_the_protocols_own_example() {
+        let p = parse(SEED_EXAMPLE, Timestamp::UNIX_EPOCH);
+        assert_eq!(p.problems, vec![]);
+        let got: Vec<(String, Kind, String)> = p.entries.iter().map(|e| (e.from.clone(), e.kind, e.subject.clone())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("builder".into(), Kind::InterfaceChange, "Renamed `calc_stats()` to `compute_statistics()`".into()),
+                ("planner".into(), Kind::HoldRequest, "Undefined symbol in equation (3)".into()),
+            ]
+        );
+        assert_eq!(p.entries[0].timestamp, t("2026-03-13T14:22:00Z"));
+        assert_eq!(p.entries[0].body, "The function `calc_stats()` in `src/stats.R` was renamed.");
+        assert_eq!(p.entries[1].line, 7);
+    }
+
+    #[test]
+    fn tolerates_hand_written_variations() {
+        let text = "# Mailbox of run 42\n\n---\n\n- **Timestamp**: 2026-03-13T14:22:05Z\n- **from**: `tester`\n**TYPE:** info (non-blocking)\nSubject: flaky test\n\nLine one\n\n---\n\nstill body after a rule\n";
+        let p = parse(text, Timestamp::UNIX_EPOCH);
+        assert_eq!(p.problems, vec![]);
+        assert_eq!(p.entries.len(), 1);
+        let e = &p.entries[0];
+        assert_eq!((e.from.as_str(), e.kind, e.subject.as_str()), ("tester", Kind::Info, "flaky test"));
+        assert_eq!(e.body, "Line one\n\n---\n\nstill body after a rule");
+    }
+
+    #[test]
+    fn reports_what_it_cannot_recover_by_line() {
+        let text = "---\n**Timestamp:** yesterday-ish\n**From:** a\n**Type:** BLOCK\n**Subject:** s\nbody\n---\n**Timestamp:** 2026-01-01 10:00 UTC\n**Type:** INFO\n**Subject:** nobody\n";
+        let p = parse(text, t("2026-01-01T00:00:00Z"));
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(p.entries[0].kind, Kind::Info);
+        let lines: Vec<usize> = p.problems.iter().map(|p| p.line).collect();
+        assert_eq!(lines, vec![4, 2, 7]);
+    }
+
+    fn entry() -> impl Strategy<Value = Entry> {
+        // Body lines without ':' so that no body line can pass for a field after a rule.
+        let line = "[A-Za-z0-9][A-Za-z0-9 `()*_.,!?/-]{0,39}";
+        (
+            0i64..4_000_000_000,
+            "[a-z][a-z0-9-]{0,12}",
+            proptest::sample::select(Kind::ALL.to_vec()),
+            line,
+            proptest::collection::vec(prop_oneof![Just(String::new()), Just("---".to_owned()), line.prop_map(|s| s)], 0..6),
+        )
+            .prop_map(|(secs, from, kind, subject, body)| Entry {
+                timestamp: Timestamp::from_second(secs / 60 * 60).unwrap(),
+                from,
+                kind,
+                subject: crate::text::clean_line(&subject),
+                body: trim_blank_lines(&body.iter().map(String::as_str).collect::<Vec<_>>()),
+                line: 0,
+            })
+            .prop_filter("a subject must survive cleaning", |e| !e.subject.is_empty())
+    }
+
+    proptest! {
+        #[test]
+        fn export_then_import_gives_the_same_entries(entries in proptest::collection::vec(entry(), 0..6)) {
+            let text = render(&entries);
+            let p = parse(&text, Timestamp::UNIX_EPOCH);
+            prop_assert_eq!(&p.problems, &vec![]);
+            let strip = |es: &[Entry]| es.iter().map(|e| (e.timestamp, e.from.clone(), e.kind, e.subject.clone(), e.body.clone())).collect::<Vec<_>>();
+            prop_assert_eq!(strip(&p.entries), strip(&entries));
+        }
+    }
+}
