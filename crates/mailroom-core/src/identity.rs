@@ -89,7 +89,9 @@ pub fn resolve(inputs: &Inputs) -> Result<Option<Identity>> {
         (inputs.env_as.as_deref(), Source::Env),
     ];
     for (value, source) in explicit {
-        let Some(value) = value.filter(|v| !v.is_empty()) else {
+        // An empty MAILROOM_AS is unset, as shells treat empty variables; an empty --as is
+        // a mistake, never a cue to fall back to the git identity.
+        let Some(value) = value.filter(|v| !v.is_empty() || source == Source::Flag) else {
             continue;
         };
         let spec = AddressSpec::parse(value).map_err(|source| Error::InvalidAddress {
@@ -206,6 +208,12 @@ mod tests {
             ..Inputs::default()
         };
         assert_eq!(who(empty_env), None);
+        let empty_flag = Inputs {
+            flag_as: Some(String::new()),
+            repo: repo("/src/web", None, None),
+            ..Inputs::default()
+        };
+        assert!(matches!(resolve(&empty_flag), Err(Error::InvalidAddress { .. })));
     }
 
     #[test]

@@ -28,6 +28,15 @@ pub struct Dir {
     path: PathBuf,
 }
 
+/// What `Dir::entry` found.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    pub is_dir: bool,
+    pub is_file: bool,
+    pub mode: u32,
+    pub ctime: i64,
+}
+
 /// Whether a write must reach the disk before it is published.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Durability {
@@ -142,6 +151,36 @@ impl Dir {
             Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(FsError::io("stat", self.child_path(name), io_err(e))),
         }
+    }
+
+    /// What an entry is, without following a symlink; `Ok(None)` when absent.
+    pub fn entry(&self, name: &str) -> Result<Option<Entry>, FsError> {
+        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => {
+                let kind = rfs::FileType::from_raw_mode(st.st_mode);
+                Ok(Some(Entry {
+                    is_dir: kind == rfs::FileType::Directory,
+                    is_file: kind == rfs::FileType::RegularFile,
+                    mode: st.st_mode & 0o7777,
+                    ctime: st.st_ctime,
+                }))
+            }
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(FsError::io("stat", self.child_path(name), io_err(e))),
+        }
+    }
+
+    /// Sets an entry's permission bits (never through a symlink).
+    pub fn chmod(&self, name: &str, mode: u32) -> Result<(), FsError> {
+        let fd = rfs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| FsError::io("open", self.child_path(name), no_follow_hint(e)))?;
+        rfs::fchmod(&fd, Mode::from_raw_mode(mode))
+            .map_err(|e| FsError::io("chmod", self.child_path(name), io_err(e)))
     }
 
     /// Names of the entries, unsorted, without `.` and `..`.

@@ -560,7 +560,21 @@ impl Store for FsStore {
         let Some(bx) = self.box_dir(mailbox, false)? else {
             return Ok(result);
         };
-        let target = bx.open_or_create(state_dir_name(to))?;
+        let target = match bx.open(state_dir_name(to))? {
+            Some(t) => t,
+            // Create the target only when there is something to move: a refused move must
+            // leave the home as it was.
+            None if moves.iter().any(|(id, from)| {
+                bx.open(state_dir_name(*from))
+                    .ok()
+                    .flatten()
+                    .is_some_and(|d| d.exists(&file_name(*id)).unwrap_or(false))
+            }) =>
+            {
+                bx.open_or_create(state_dir_name(to))?
+            }
+            None => return Ok(result),
+        };
         let mut sources: Vec<(State, Dir)> = Vec::new();
         for (i, (id, from)) in moves.iter().enumerate() {
             if *from == to {

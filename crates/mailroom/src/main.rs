@@ -41,6 +41,7 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
             message.push_str(&format!(": {cause}"));
         }
     }
+    let message = escape_controls(&message);
     eprintln!("error: {message}");
     if json {
         output::print_json(&serde_json::json!({
@@ -48,4 +49,18 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
         }));
     }
     ExitCode::from(code)
+}
+
+/// Errors quote user input; a newline or an escape sequence in it must not split the one-line
+/// error or reach the terminal raw.
+fn escape_controls(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
 }

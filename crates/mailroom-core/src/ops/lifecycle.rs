@@ -160,7 +160,16 @@ impl Mailroom<'_> {
         }
         draft.to = vec![original.message.from.to_string()];
         let sent = self.send_in_thread(me, draft, Some(&original.message))?;
-        let closed = !keep_open && self.close(me, &original)?;
+        let closed = if keep_open {
+            // Answered is at least read: its sender must no longer cancel or edit it in place.
+            if original.state == State::Unread {
+                self.store
+                    .transition(me, &[(original.message.id, State::Unread)], State::Read)?;
+            }
+            false
+        } else {
+            self.close(me, &original)?
+        };
         Ok((sent, closed))
     }
 

@@ -1,0 +1,348 @@
+//! Bad input gets a clear error and changes nothing: one table of malformed names, oversize
+//! and non-UTF-8 bodies, unknown ids, unknown flags and refused operations, each run against
+//! the same populated home.
+
+use std::ffi::OsString;
+
+use insta::assert_snapshot;
+
+use crate::support::{Home, settings};
+
+/// How a bad command line must end.
+#[derive(Clone, Copy, Debug)]
+enum Expect {
+    /// clap's usage error: exit 2, an `error:` line, then usage text.
+    Usage,
+    /// mailroom's own error: this exit code and exactly one `error:` line.
+    Code(i32),
+}
+
+struct Case {
+    label: String,
+    args: Vec<OsString>,
+    stdin: Option<Vec<u8>>,
+    expect: Expect,
+}
+
+fn case(label: impl Into<String>, args: &[&str], expect: Expect) -> Case {
+    Case {
+        label: label.into(),
+        args: args.iter().map(OsString::from).collect(),
+        stdin: None,
+        expect,
+    }
+}
+
+fn with_stdin(mut c: Case, bytes: Vec<u8>) -> Case {
+    c.stdin = Some(bytes);
+    c
+}
+
+/// Shows control characters (line breaks included) as escapes, so each case stays on one
+/// line of the snapshot; the one-line rule itself is checked on the raw output.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_changes_nothing() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let unread = home.send("alice", "bob", "still unread");
+    let read = home.send("alice", "bob", "already read");
+    home.as_("bob", ["read", &read]).ok();
+    home.cmd([
+        "--project",
+        "default",
+        "roster",
+        "add",
+        "gone",
+        "--inactive",
+    ])
+    .ok();
+    home.cmd(["projects", "add", "shop", "--policy", "roster"])
+        .ok();
+    home.cmd(["--project", "shop", "roster", "add", "frontend"])
+        .ok();
+    for p in ["web", "ops"] {
+        home.cmd(["--project", p, "roster", "add", "sam"]).ok();
+    }
+
+    let long = "x".repeat(65);
+    let bad_names: [(&str, &str); 7] = [
+        ("dot-dot", "../x"),
+        ("slash", "a/b"),
+        ("empty", ""),
+        ("reserved", "_x"),
+        ("65 chars", &long),
+        ("bell", "a\u{7}b"),
+        ("newline", "a\nb"),
+    ];
+    let mut cases = Vec::new();
+    for (what, name) in bad_names {
+        cases.push(case(
+            format!("--to {what}"),
+            &["--as", "alice", "send", "--to", name, "-m", "hi"],
+            Expect::Code(2),
+        ));
+        cases.push(case(
+            format!("--as {what}"),
+            &["--as", name, "send", "--to", "bob", "-m", "hi"],
+            Expect::Code(2),
+        ));
+        cases.push(case(
+            format!("--project {what}"),
+            &[
+                "--as",
+                "alice",
+                "--project",
+                name,
+                "send",
+                "--to",
+                "bob",
+                "-m",
+                "hi",
+            ],
+            Expect::Code(2),
+        ));
+        cases.push(case(
+            format!("roster add {what}"),
+            &["--project", "default", "roster", "add", name],
+            Expect::Code(2),
+        ));
+    }
+    cases.push(case(
+        "--to with a bad project",
+        &["--as", "alice", "send", "--to", "bob@_x", "-m", "hi"],
+        Expect::Code(2),
+    ));
+    cases.push(case(
+        "escape sequence in --to",
+        &["--as", "alice", "send", "--to", "a\u{1b}[2Jb", "-m", "hi"],
+        Expect::Code(2),
+    ));
+
+    let over = vec![b'a'; 1024 * 1024 + 1];
+    cases.push(with_stdin(
+        case(
+            "oversize body on stdin",
+            &["--as", "alice", "send", "--to", "bob"],
+            Expect::Code(2),
+        ),
+        over.clone(),
+    ));
+    cases.push(with_stdin(
+        case(
+            "oversize reply on stdin",
+            &["--as", "bob", "reply", &read],
+            Expect::Code(2),
+        ),
+        over,
+    ));
+    let not_utf8 = b"fine so far \xff\xfe then not".to_vec();
+    for args in [
+        &["--as", "alice", "send", "--to", "bob"][..],
+        &["--as", "bob", "reply", &read],
+        &["--as", "alice", "handover"],
+    ] {
+        cases.push(with_stdin(
+            case(format!("invalid UTF-8: {}", args[2]), args, Expect::Code(2)),
+            not_utf8.clone(),
+        ));
+    }
+    cases.push(case(
+        "empty message",
+        &["--as", "alice", "send", "--to", "bob", "-m", " \n"],
+        Expect::Code(2),
+    ));
+    cases.push(case(
+        "unknown kind",
+        &[
+            "--as", "alice", "send", "--to", "bob", "-m", "x", "--kind", "SHOUT",
+        ],
+        Expect::Code(2),
+    ));
+    cases.push(case(
+        "unknown priority",
+        &[
+            "--as",
+            "alice",
+            "send",
+            "--to",
+            "bob",
+            "-m",
+            "x",
+            "--priority",
+            "Z",
+        ],
+        Expect::Code(2),
+    ));
+    cases.push(case(
+        "not an id",
+        &["--as", "bob", "read", "../x"],
+        Expect::Code(2),
+    ));
+
+    // Shorter than a table's short id, so the snapshot shows it as typed.
+    let unknown = "01ZZZZZZZZ";
+    for args in [
+        &["--as", "bob", "read", unknown][..],
+        &["--as", "bob", "read", unknown, "--archive"],
+        &["--as", "bob", "reply", unknown, "-m", "x"],
+        &["--as", "bob", "done", unknown],
+        &["--as", "bob", "done", &read, unknown],
+        &["--as", "alice", "edit", unknown, "-m", "x"],
+        &["--as", "alice", "cancel", unknown],
+        &["--as", "bob", "recover", "--restore", unknown],
+    ] {
+        cases.push(case(
+            format!("unknown id: {}", args[2..].join(" ")),
+            args,
+            Expect::Code(3),
+        ));
+    }
+
+    cases.push(case(
+        "cancel of read mail",
+        &["--as", "alice", "cancel", &read],
+        Expect::Code(4),
+    ));
+    cases.push(case(
+        "cancel of someone else's mail",
+        &["--as", "bob", "cancel", &unread],
+        Expect::Code(4),
+    ));
+    cases.push(case(
+        "edit of someone else's mail",
+        &["--as", "bob", "edit", &unread, "-m", "mine now"],
+        Expect::Code(4),
+    ));
+    cases.push(case(
+        "send to an inactive member",
+        &["--as", "alice", "send", "--to", "gone", "-m", "hi"],
+        Expect::Code(4),
+    ));
+    cases.push(case(
+        "unknown handle in a roster project",
+        &[
+            "--as",
+            "frontend@shop",
+            "send",
+            "--to",
+            "backend",
+            "-m",
+            "hi",
+        ],
+        Expect::Code(3),
+    ));
+    cases.push(case(
+        "ambiguous bare handle",
+        &["--as", "alice", "send", "--to", "sam", "-m", "hi"],
+        Expect::Code(5),
+    ));
+
+    for args in [
+        &["--as", "bob", "inbox", "--bogus"][..],
+        &["--bogus", "inbox"],
+        &[
+            "--as", "alice", "send", "--to", "bob", "-m", "x", "--cc", "carol",
+        ],
+        &["--as", "alice", "send", "-m", "no recipient"],
+        &["frobnicate"],
+        &["--as", "bob", "done"],
+        &["--as", "bob", "done", "--all", &read],
+        &["--as", "bob", "inbox", "--limit", "-1"],
+        &["projects", "set", "web", "--policy", "closed"],
+    ] {
+        cases.push(case(
+            format!("usage: {}", args.join(" ")),
+            args,
+            Expect::Usage,
+        ));
+    }
+
+    let mut report = String::new();
+    let mut violations = Vec::new();
+    for c in &cases {
+        let before = home.tree();
+        let mut cmd = home.cmd(&c.args);
+        if let Some(bytes) = &c.stdin {
+            cmd.stdin(bytes.clone());
+        }
+        let run = cmd.run();
+        let (code, one_line) = match c.expect {
+            Expect::Usage => (2, false),
+            Expect::Code(code) => (code, true),
+        };
+        if run.code != code {
+            violations.push(format!(
+                "{}: exit {} (want {code})",
+                printable(&c.label),
+                run.code
+            ));
+        }
+        if !run.stderr.starts_with("error: ") {
+            violations.push(format!(
+                "{}: stderr does not start with 'error: '",
+                printable(&c.label)
+            ));
+        }
+        if one_line && run.stderr.lines().count() != 1 {
+            violations.push(format!(
+                "{}: the error is {} lines, not one",
+                c.label,
+                run.stderr.lines().count()
+            ));
+        }
+        if run.stderr.chars().any(|ch| ch.is_control() && ch != '\n') {
+            violations.push(format!(
+                "{}: stderr carries raw control characters",
+                c.label
+            ));
+        }
+        if !run.stdout.is_empty() {
+            violations.push(format!("{}: stdout is not empty", printable(&c.label)));
+        }
+        let changes = before.changes(&home.tree());
+        if !changes.is_empty() {
+            violations.push(format!(
+                "{}: the home changed: {}",
+                printable(&c.label),
+                changes.join(", ")
+            ));
+        }
+        let first = if one_line {
+            run.stderr.as_str()
+        } else {
+            run.stderr.lines().next().unwrap_or_default()
+        };
+        report.push_str(&format!(
+            "{} [exit {}]\n  {}\n",
+            printable(&c.label),
+            run.code,
+            printable(first.trim_end())
+        ));
+    }
+    assert_snapshot!(home.redact(&report));
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+#[test]
+fn bad_input_with_json_reports_the_error_as_json_too() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let run = home
+        .as_("alice", ["--json", "send", "--to", "../x", "-m", "hi"])
+        .fails(2);
+    let missing = home.as_("alice", ["read", "01ZZZZZZ", "--json"]).fails(3);
+    assert_snapshot!(format!("{}{}", home.show(&run), home.show(&missing)));
+    assert_eq!(home.tree().0.len(), 0);
+}

@@ -1,0 +1,16 @@
+//! mailroom's end-to-end tests: the real binary, a temporary home per test, whole outputs
+//! compared as snapshots.
+//!
+//! `cfg(test)` marks every module, helpers included, as test code for clippy's
+//! `allow-unwrap-in-tests` and friends (clippy.toml).
+#![cfg(test)]
+
+mod concurrency;
+mod demo;
+mod errors;
+mod identity;
+mod inbox;
+mod lifecycle;
+mod roster;
+mod send;
+mod support;
