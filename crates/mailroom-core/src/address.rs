@@ -137,7 +137,9 @@ mod tests {
     fn names_the_bad_part() {
         assert_eq!(
             AddressSpec::parse("bob@../x"),
-            Err(AddressError::Project(NameError::BadChar("a path separator '/'".into())))
+            Err(AddressError::Project(NameError::BadChar(
+                "a path separator '/'".into()
+            )))
         );
         assert_eq!(
             AddressSpec::parse("_bob"),

@@ -213,7 +213,10 @@ mod tests {
             repo: repo("/src/web", None, None),
             ..Inputs::default()
         };
-        assert!(matches!(resolve(&empty_flag), Err(Error::InvalidAddress { .. })));
+        assert!(matches!(
+            resolve(&empty_flag),
+            Err(Error::InvalidAddress { .. })
+        ));
     }
 
     #[test]

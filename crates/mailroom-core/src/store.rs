@@ -99,6 +99,18 @@ pub enum OriginClaim {
     Other(String),
 }
 
+/// One problem `doctor` found, and what was or can be done about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// Where, in the store's terms (a path for the file store).
+    pub location: String,
+    pub problem: String,
+    /// The repair: what `--fix` did, or would do, or what the user must do.
+    pub fix: String,
+    /// Whether this run repaired it.
+    pub fixed: bool,
+}
+
 /// Where mailroom keeps everything. See the module documentation for the atomicity rule.
 ///
 /// "Not found" is `Ok(None)` (or an empty listing) wherever the method can answer it; errors
@@ -185,6 +197,10 @@ pub trait Store {
 
     /// Every copy in the mailbox, in every state: the scan behind `search`.
     fn everything(&self, mailbox: &Address) -> Result<Listing>;
+
+    /// Checks the store for problems (and with `fix`, repairs those that are safe to repair:
+    /// never a message's content, never by deleting a message).
+    fn doctor(&self, fix: bool) -> Result<Vec<Finding>>;
 
     /// Records `path` as the checkout that claims this git-derived identity, unless one did.
     fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim>;

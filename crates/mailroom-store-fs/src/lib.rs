@@ -8,6 +8,7 @@
 
 mod codec;
 mod dir;
+mod doctor;
 mod error;
 pub mod frontmatter;
 
@@ -31,17 +32,17 @@ pub struct FsStore {
     home: PathBuf,
 }
 
-const PROJECTS: &str = "projects";
-const GLOBAL: &str = "global";
-const BOXES: &str = "boxes";
+pub(crate) const PROJECTS: &str = "projects";
+pub(crate) const GLOBAL: &str = "global";
+pub(crate) const BOXES: &str = "boxes";
 const ROSTER: &str = "roster";
-const TMP: &str = "tmp";
+pub(crate) const TMP: &str = "tmp";
 const OUTBOX: &str = "outbox";
 const REVISIONS: &str = "revisions";
 const KEYS: &str = "keys";
 const ORIGIN: &str = "origin";
 const PROJECT_FILE: &str = "project.md";
-const LAYOUT_FILE: &str = "layout";
+pub(crate) const LAYOUT_FILE: &str = "layout";
 
 /// The directory of each state.
 pub fn state_dir_name(state: State) -> &'static str {
@@ -60,11 +61,11 @@ fn file_name(id: MessageId) -> String {
     format!("{id}.md")
 }
 
-fn id_of(name: &str) -> Option<MessageId> {
+pub(crate) fn id_of(name: &str) -> Option<MessageId> {
     name.strip_suffix(".md").and_then(MessageId::parse)
 }
 
-fn is_message_name(name: &str) -> bool {
+pub(crate) fn is_message_name(name: &str) -> bool {
     name.ends_with(".md") && !name.starts_with('.')
 }
 
@@ -79,7 +80,7 @@ impl FsStore {
     }
 
     /// The home, or `None` when it does not exist yet.
-    fn root(&self) -> Result<Option<Dir>, FsError> {
+    pub(crate) fn root(&self) -> Result<Option<Dir>, FsError> {
         match Dir::open_root(&self.home) {
             Ok(d) => Ok(Some(d)),
             Err(FsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -698,6 +699,10 @@ impl Store for FsStore {
 
     fn everything(&self, mailbox: &Address) -> Result<Listing> {
         Ok(self.read_states(mailbox, &State::ALL)?)
+    }
+
+    fn doctor(&self, fix: bool) -> Result<Vec<mailroom_core::Finding>> {
+        Ok(doctor::run(self, fix)?)
     }
 
     fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim> {

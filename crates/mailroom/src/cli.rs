@@ -101,6 +101,12 @@ pub enum Command {
     Resolve { name: String },
     /// Full-text search over subject and body, archive and outbox included.
     Search { query: String },
+    /// Check the home (layout, permissions, temp files, unreadable or doubled messages).
+    Doctor {
+        /// Repair what is safe: remove orphan temp files, fix permissions, put back interrupted edits.
+        #[arg(long)]
+        fix: bool,
+    },
     /// Play a short exchange between two agents and a human in a temporary home.
     Demo,
 }

@@ -34,12 +34,20 @@ pub struct Parsed {
 pub fn parse_timestamp(s: &str) -> Option<Timestamp> {
     let s = s.trim();
     let shape_ok = s.len() == 13
-        && s.bytes().enumerate().all(|(i, b)| if i == 8 { b == b'-' } else { b.is_ascii_digit() });
+        && s.bytes().enumerate().all(|(i, b)| {
+            if i == 8 {
+                b == b'-'
+            } else {
+                b.is_ascii_digit()
+            }
+        });
     if !shape_ok {
         return None;
     }
     let dt = jiff::civil::DateTime::strptime("%Y%m%d-%H%M", s).ok()?;
-    dt.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp())
+    dt.to_zoned(jiff::tz::TimeZone::UTC)
+        .ok()
+        .map(|z| z.timestamp())
 }
 
 pub fn format_timestamp(t: Timestamp) -> String {
@@ -59,7 +67,9 @@ fn message_fields(line: &str) -> Option<Vec<&str>> {
     let party = fields[0].trim();
     let looks_like_party = !party.is_empty()
         && !party.contains(char::is_whitespace)
-        && party.chars().all(|c| c.is_ascii_alphanumeric() || "._-/@".contains(c));
+        && party
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/@".contains(c));
     let ts = fields[1].trim();
     let looks_like_time = parse_timestamp(ts).is_some()
         || (fields.len() >= 4 && ts.len() <= 25 && ts.chars().any(|c| c.is_ascii_digit()));
@@ -96,7 +106,9 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
             if after_sentinel {
                 out.problems.push(Problem {
                     line: line_no,
-                    message: format!("message found after the {SENTINEL} sentinel; imported anyway"),
+                    message: format!(
+                        "message found after the {SENTINEL} sentinel; imported anyway"
+                    ),
                 });
                 after_sentinel = false;
             }
@@ -124,7 +136,11 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
                 }
             };
             let subject = rest.first().map(|s| unescape(s.trim())).unwrap_or_default();
-            let first_body = if rest.len() > 1 { rest[1..].join(" // ") } else { String::new() };
+            let first_body = if rest.len() > 1 {
+                rest[1..].join(" // ")
+            } else {
+                String::new()
+            };
             current = Some((
                 MailEntry {
                     party: fields[0].trim().to_owned(),
@@ -134,7 +150,11 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
                     body: String::new(),
                     line: line_no,
                 },
-                if first_body.trim().is_empty() { vec![] } else { vec![first_body.trim_start().to_owned()] },
+                if first_body.trim().is_empty() {
+                    vec![]
+                } else {
+                    vec![first_body.trim_start().to_owned()]
+                },
             ));
             continue;
         }
@@ -144,7 +164,9 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
             None if after_sentinel => {
                 out.problems.push(Problem {
                     line: line_no,
-                    message: format!("text after the {SENTINEL} sentinel that is not a message; skipped"),
+                    message: format!(
+                        "text after the {SENTINEL} sentinel that is not a message; skipped"
+                    ),
                 });
             }
             None => out.problems.push(Problem {
@@ -173,10 +195,17 @@ pub fn table_rows(text: &str) -> Vec<(usize, Vec<(String, String)>)> {
             header = None;
             continue;
         }
-        let cells: Vec<String> = t.trim_matches('|').split('|').map(|c| c.trim().trim_matches('`').trim().to_owned()).collect();
+        let cells: Vec<String> = t
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().trim_matches('`').trim().to_owned())
+            .collect();
         match &header {
             None => header = Some(cells.iter().map(|c| c.to_ascii_lowercase()).collect()),
-            Some(_) if cells.iter().all(|c| c.chars().all(|ch| matches!(ch, '-' | ':' | ' '))) => {}
+            Some(_)
+                if cells
+                    .iter()
+                    .all(|c| c.chars().all(|ch| matches!(ch, '-' | ':' | ' '))) => {}
             Some(h) => rows.push((i + 1, h.iter().cloned().zip(cells).collect())),
         }
     }
@@ -198,11 +227,20 @@ mod tests {
         assert_eq!(p.problems, vec![]);
         assert_eq!(p.entries.len(), 2);
         let a = &p.entries[0];
-        assert_eq!((a.party.as_str(), a.priority, a.subject.as_str()), ("FRONTEND", Priority::High, "API ready"));
-        assert_eq!(a.body, "The endpoint is up.\nSecond line <!-- END --> here.");
+        assert_eq!(
+            (a.party.as_str(), a.priority, a.subject.as_str()),
+            ("FRONTEND", Priority::High, "API ready")
+        );
+        assert_eq!(
+            a.body,
+            "The endpoint is up.\nSecond line <!-- END --> here."
+        );
         assert_eq!(a.timestamp, t("20260313-1422"));
         let b = &p.entries[1];
-        assert_eq!((b.party.as_str(), b.body.as_str(), b.line), ("OPS/INFRA", "a // b", 5));
+        assert_eq!(
+            (b.party.as_str(), b.body.as_str(), b.line),
+            ("OPS/INFRA", "a // b", 5)
+        );
     }
 
     #[test]

@@ -54,7 +54,10 @@ fn field(line: &str) -> Option<(Field, String)> {
         "subject" | "title" => Field::Subject,
         _ => return None,
     };
-    let rest = rest.strip_prefix("**").or_else(|| rest.strip_prefix("__")).unwrap_or(rest);
+    let rest = rest
+        .strip_prefix("**")
+        .or_else(|| rest.strip_prefix("__"))
+        .unwrap_or(rest);
     let value = match f {
         Field::Subject => rest.trim(),
         _ => rest.trim().trim_matches('`').trim(),
@@ -64,7 +67,10 @@ fn field(line: &str) -> Option<(Field, String)> {
 
 fn is_separator(line: &str) -> bool {
     let t = line.trim();
-    t.len() >= 3 && (t.chars().all(|c| c == '-') || t.chars().all(|c| c == '*') || t.chars().all(|c| c == '_'))
+    t.len() >= 3
+        && (t.chars().all(|c| c == '-')
+            || t.chars().all(|c| c == '*')
+            || t.chars().all(|c| c == '_'))
 }
 
 /// Parses the protocol's timestamps and the forms models write instead.
@@ -78,12 +84,24 @@ pub fn parse_timestamp(s: &str) -> Option<Timestamp> {
         .trim_end_matches("GMT")
         .trim_end_matches('Z')
         .trim();
-    for fmt in ["%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d"] {
+    for fmt in [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+        "%Y-%m-%d",
+    ] {
         if let Ok(dt) = jiff::civil::DateTime::strptime(fmt, bare) {
-            return dt.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp());
+            return dt
+                .to_zoned(jiff::tz::TimeZone::UTC)
+                .ok()
+                .map(|z| z.timestamp());
         }
         if let Ok(d) = jiff::civil::Date::strptime(fmt, bare) {
-            return d.to_zoned(jiff::tz::TimeZone::UTC).ok().map(|z| z.timestamp());
+            return d
+                .to_zoned(jiff::tz::TimeZone::UTC)
+                .ok()
+                .map(|z| z.timestamp());
         }
     }
     None
@@ -108,7 +126,10 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
     let mut starts = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if is_separator(line) {
-            let next = lines[i + 1..].iter().position(|l| !l.trim().is_empty()).map(|p| i + 1 + p);
+            let next = lines[i + 1..]
+                .iter()
+                .position(|l| !l.trim().is_empty())
+                .map(|p| i + 1 + p);
             if let Some(n) = next {
                 if field(lines[n]).is_some() {
                     starts.push((i, n));
@@ -139,10 +160,12 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
                 break;
             }
             match field(l) {
-                Some((Field::Timestamp, v)) if timestamp.is_none() && bad_time.is_none() => match parse_timestamp(&v) {
-                    Some(t) => timestamp = Some(t),
-                    None => bad_time = Some((i + 1, v)),
-                },
+                Some((Field::Timestamp, v)) if timestamp.is_none() && bad_time.is_none() => {
+                    match parse_timestamp(&v) {
+                        Some(t) => timestamp = Some(t),
+                        None => bad_time = Some((i + 1, v)),
+                    }
+                }
                 Some((Field::From, v)) if from.is_none() => from = Some(v),
                 Some((Field::Type, v)) if kind.is_none() => match parse_kind(&v) {
                     Some(kd) => kind = Some(kd),
@@ -176,8 +199,12 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
                 out.problems.push(Problem {
                     line: bad.as_ref().map(|b| b.0).unwrap_or(line_no),
                     message: match bad {
-                        Some((_, v)) => format!("unreadable timestamp '{v}'; imported with {stand_in}"),
-                        None => format!("entry has no **Timestamp:** line; imported with {stand_in}"),
+                        Some((_, v)) => {
+                            format!("unreadable timestamp '{v}'; imported with {stand_in}")
+                        }
+                        None => {
+                            format!("entry has no **Timestamp:** line; imported with {stand_in}")
+                        }
                     },
                 });
                 stand_in
@@ -211,7 +238,11 @@ pub fn render(entries: &[Entry]) -> String {
     let mut out = String::new();
     for e in entries {
         let _ = writeln!(out, "---");
-        let _ = writeln!(out, "**Timestamp:** {}", e.timestamp.strftime("%Y-%m-%d %H:%M UTC"));
+        let _ = writeln!(
+            out,
+            "**Timestamp:** {}",
+            e.timestamp.strftime("%Y-%m-%d %H:%M UTC")
+        );
         let _ = writeln!(out, "**From:** {}", crate::text::clean_line(&e.from));
         let _ = writeln!(out, "**Type:** {}", e.kind);
         let _ = writeln!(out, "**Subject:** {}", crate::text::clean_line(&e.subject));
@@ -239,16 +270,31 @@ mod tests {
     fn reads_the_protocols_own_example() {
         let p = parse(SEED_EXAMPLE, Timestamp::UNIX_EPOCH);
         assert_eq!(p.problems, vec![]);
-        let got: Vec<(String, Kind, String)> = p.entries.iter().map(|e| (e.from.clone(), e.kind, e.subject.clone())).collect();
+        let got: Vec<(String, Kind, String)> = p
+            .entries
+            .iter()
+            .map(|e| (e.from.clone(), e.kind, e.subject.clone()))
+            .collect();
         assert_eq!(
             got,
             vec![
-                ("builder".into(), Kind::InterfaceChange, "Renamed `calc_stats()` to `compute_statistics()`".into()),
-                ("planner".into(), Kind::HoldRequest, "Undefined symbol in equation (3)".into()),
+                (
+                    "builder".into(),
+                    Kind::InterfaceChange,
+                    "Renamed `calc_stats()` to `compute_statistics()`".into()
+                ),
+                (
+                    "planner".into(),
+                    Kind::HoldRequest,
+                    "Undefined symbol in equation (3)".into()
+                ),
             ]
         );
         assert_eq!(p.entries[0].timestamp, t("2026-03-13T14:22:00Z"));
-        assert_eq!(p.entries[0].body, "The function `calc_stats()` in `src/stats.R` was renamed.");
+        assert_eq!(
+            p.entries[0].body,
+            "The function `calc_stats()` in `src/stats.R` was renamed."
+        );
         assert_eq!(p.entries[1].line, 7);
     }
 
@@ -259,7 +305,10 @@ mod tests {
         assert_eq!(p.problems, vec![]);
         assert_eq!(p.entries.len(), 1);
         let e = &p.entries[0];
-        assert_eq!((e.from.as_str(), e.kind, e.subject.as_str()), ("tester", Kind::Info, "flaky test"));
+        assert_eq!(
+            (e.from.as_str(), e.kind, e.subject.as_str()),
+            ("tester", Kind::Info, "flaky test")
+        );
         assert_eq!(e.body, "Line one\n\n---\n\nstill body after a rule");
     }
 
@@ -281,7 +330,14 @@ mod tests {
             "[a-z][a-z0-9-]{0,12}",
             proptest::sample::select(Kind::ALL.to_vec()),
             line,
-            proptest::collection::vec(prop_oneof![Just(String::new()), Just("---".to_owned()), line.prop_map(|s| s)], 0..6),
+            proptest::collection::vec(
+                prop_oneof![
+                    Just(String::new()),
+                    Just("---".to_owned()),
+                    line.prop_map(|s| s)
+                ],
+                0..6,
+            ),
         )
             .prop_map(|(secs, from, kind, subject, body)| Entry {
                 timestamp: Timestamp::from_second(secs / 60 * 60).unwrap(),

@@ -33,7 +33,10 @@ mod tests {
     #[test]
     fn stable_hash_is_stable_and_separates_parts() {
         assert_eq!(super::stable_hash(&["a"]), super::stable_hash(&["a"]));
-        assert_ne!(super::stable_hash(&["ab", "c"]), super::stable_hash(&["a", "bc"]));
+        assert_ne!(
+            super::stable_hash(&["ab", "c"]),
+            super::stable_hash(&["a", "bc"])
+        );
         // Pinned: a change here would duplicate every re-imported message.
         assert_eq!(
             format!("{:032x}", super::stable_hash(&["mailroom"])),

@@ -2,6 +2,7 @@
 
 mod demo;
 mod directory;
+mod doctor;
 mod lifecycle;
 mod send;
 mod whoami;
@@ -40,6 +41,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<()> {
         Command::Projects { action } => directory::projects(&mut ctx, action),
         Command::Resolve { name } => directory::resolve(&mut ctx, &name),
         Command::Whoami => whoami::whoami(&mut ctx),
+        Command::Doctor { fix } => doctor::doctor(&mut ctx, fix),
         Command::Demo => demo::run(),
     }
 }
