@@ -9,6 +9,7 @@ use std::str::FromStr;
 use jiff::Timestamp;
 
 use crate::address::Address;
+use crate::name::Name;
 
 /// A message id: a ULID, so ids sort by creation time and are unique across machines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -184,9 +185,12 @@ pub enum State {
     Done,
     /// Withdrawn by its sender before it was read.
     Cancelled,
+    /// A broadcast its sender un-sent: those who saw it keep it, nobody new gets it.
+    Retracted,
 }
 
 impl State {
+    /// The states of a directed copy (retraction belongs to channel entries).
     pub const ALL: [State; 4] = [State::Unread, State::Read, State::Done, State::Cancelled];
 
     pub fn as_str(self) -> &'static str {
@@ -195,6 +199,7 @@ impl State {
             State::Read => "read",
             State::Done => "done",
             State::Cancelled => "cancelled",
+            State::Retracted => "retracted",
         }
     }
 
@@ -207,6 +212,37 @@ impl State {
 impl fmt::Display for State {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// A channel of a project: `all` (the broadcast channel) or a run channel like `run-42`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ChannelRef {
+    pub project: Name,
+    pub name: Name,
+}
+
+/// The name of every project's broadcast channel.
+pub const BROADCAST: &str = "all";
+
+impl ChannelRef {
+    pub fn is_broadcast(&self) -> bool {
+        self.name.as_str() == BROADCAST
+    }
+
+    /// Parses the canonical `name@project`.
+    pub fn parse_canonical(s: &str) -> Option<ChannelRef> {
+        let (name, project) = s.trim().trim_start_matches('#').split_once('@')?;
+        Some(ChannelRef {
+            project: Name::parse(project).ok()?,
+            name: Name::parse(name).ok()?,
+        })
+    }
+}
+
+impl fmt::Display for ChannelRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.name, self.project)
     }
 }
 
@@ -230,6 +266,8 @@ pub struct Message {
     /// 1 for the message as sent; each in-place edit adds one.
     pub revision: u32,
     pub edited: Option<Timestamp>,
+    /// The channel it was posted to; `None` for directed mail.
+    pub channel: Option<ChannelRef>,
 }
 
 /// One recipient's copy of a message as read from a store, with its state.

@@ -154,6 +154,7 @@ mod tests {
                 thread: id,
                 revision: 1,
                 edited: None,
+                channel: None,
             },
             state: State::Unread,
             warnings: vec![],

@@ -5,6 +5,7 @@
 //! its default with a warning, and only a document with no usable sender or id is unreadable.
 
 use jiff::Timestamp;
+use mailroom_core::message::ChannelRef;
 use mailroom_core::{
     Address, Kind, Member, MemberStatus, Message, MessageId, Name, Policy, Priority, Project,
 };
@@ -35,6 +36,9 @@ pub fn message_to_text(m: &Message) -> String {
     }
     if let Some(e) = m.edited {
         w.token("edited", &e.to_string());
+    }
+    if let Some(c) = &m.channel {
+        w.token("channel", &c.to_string());
     }
     w.finish(&m.body)
 }
@@ -111,6 +115,19 @@ pub fn message_from_bytes(
         .unwrap_or(id);
     let revision = parse_or(&doc, "revision", 1, &mut warnings, |s| s.parse().ok());
     let edited = doc.text("edited").and_then(|s| parse_time(&s));
+    let channel = match doc.text("channel") {
+        None => None,
+        Some(c) => {
+            let parsed = ChannelRef::parse_canonical(&c);
+            if parsed.is_none() {
+                warnings.push(format!(
+                    "has a channel '{}' that is not name@project; ignored",
+                    c.trim()
+                ));
+            }
+            parsed
+        }
+    };
     Ok(Decoded {
         message: Message {
             id,
@@ -125,6 +142,7 @@ pub fn message_from_bytes(
             thread,
             revision,
             edited,
+            channel,
         },
         warnings,
     })
@@ -182,7 +200,11 @@ pub fn member_to_text(m: &Member) -> String {
     w.finish("")
 }
 
-pub fn member_from_bytes(bytes: &[u8], handle: &Name, fallback_time: Timestamp) -> Member {
+pub fn member_from_bytes(
+    bytes: &[u8],
+    handle: &Name,
+    fallback_time: impl FnOnce() -> Timestamp,
+) -> Member {
     let doc = frontmatter::parse(bytes).unwrap_or_default();
     Member {
         handle: handle.clone(),
@@ -197,7 +219,7 @@ pub fn member_from_bytes(bytes: &[u8], handle: &Name, fallback_time: Timestamp) 
         joined: doc
             .text("joined")
             .and_then(|j| parse_time(&j))
-            .unwrap_or(fallback_time),
+            .unwrap_or_else(fallback_time),
     }
 }
 
@@ -209,7 +231,11 @@ pub fn project_to_text(p: &Project) -> String {
     w.finish("")
 }
 
-pub fn project_from_bytes(bytes: &[u8], name: &Name, fallback_time: Timestamp) -> Project {
+pub fn project_from_bytes(
+    bytes: &[u8],
+    name: &Name,
+    fallback_time: impl FnOnce() -> Timestamp,
+) -> Project {
     let doc = frontmatter::parse(bytes).unwrap_or_default();
     Project {
         name: name.clone(),
@@ -220,6 +246,6 @@ pub fn project_from_bytes(bytes: &[u8], name: &Name, fallback_time: Timestamp) -
         created: doc
             .text("created")
             .and_then(|c| parse_time(&c))
-            .unwrap_or(fallback_time),
+            .unwrap_or_else(fallback_time),
     }
 }

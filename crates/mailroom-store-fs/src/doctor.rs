@@ -241,7 +241,7 @@ fn rank(s: State) -> u8 {
     match s {
         State::Unread => 0,
         State::Read => 1,
-        State::Cancelled => 2,
+        State::Cancelled | State::Retracted => 2,
         State::Done => 3,
     }
 }

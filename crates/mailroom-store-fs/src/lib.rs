@@ -51,11 +51,21 @@ pub fn state_dir_name(state: State) -> &'static str {
         State::Read => "read",
         State::Done => "done",
         State::Cancelled => "cancelled",
+        State::Retracted => "retracted",
     }
 }
 
 const PENDING: [State; 2] = [State::Unread, State::Read];
 const ARCHIVED: [State; 2] = [State::Done, State::Cancelled];
+
+/// When an entry last changed, for records whose own date is missing (hand-written ones).
+fn ctime_of(dir: &Dir, name: &str) -> Timestamp {
+    dir.ctime(name)
+        .ok()
+        .flatten()
+        .and_then(|ns| Timestamp::from_nanosecond(ns).ok())
+        .unwrap_or(Timestamp::UNIX_EPOCH)
+}
 
 fn file_name(id: MessageId) -> String {
     format!("{id}.md")
@@ -209,8 +219,19 @@ impl FsStore {
     ) -> Result<(), FsError> {
         // A file moved away between listing and reading was moved by a concurrent process:
         // it is in another state now, and that listing (not this one) reports it.
-        let Some(bytes) = dir.read(name)? else {
-            return Ok(());
+        let bytes = match dir.read(name) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(()),
+            // One unreadable entry (a planted symlink, a file without permission) is reported
+            // like a damaged file; it must not hide the rest of the listing.
+            Err(e) => {
+                out.damaged.push(Damaged {
+                    location: dir.child_path(name).display().to_string(),
+                    state,
+                    problem: e.to_string(),
+                });
+                return Ok(());
+            }
         };
         match message_from_bytes(&bytes, id_of(name), owner) {
             Ok(decoded) => {
@@ -322,14 +343,8 @@ impl Store for FsStore {
         let Some(bytes) = dir.read(PROJECT_FILE)? else {
             return Ok(None);
         };
-        let fallback = dir
-            .ctime(PROJECT_FILE)?
-            .and_then(|s| Timestamp::from_second(s).ok());
-        Ok(Some(codec::project_from_bytes(
-            &bytes,
-            name,
-            fallback.unwrap_or(Timestamp::UNIX_EPOCH),
-        )))
+        let fallback = || ctime_of(&dir, PROJECT_FILE);
+        Ok(Some(codec::project_from_bytes(&bytes, name, fallback)))
     }
 
     fn ensure_project(&self, project: &Project) -> Result<(Project, bool)> {
@@ -396,14 +411,8 @@ impl Store for FsStore {
         let Some(bytes) = roster.read(&name)? else {
             return Ok(None);
         };
-        let fallback = roster
-            .ctime(&name)?
-            .and_then(|s| Timestamp::from_second(s).ok());
-        Ok(Some(codec::member_from_bytes(
-            &bytes,
-            handle,
-            fallback.unwrap_or(Timestamp::UNIX_EPOCH),
-        )))
+        let fallback = || ctime_of(&roster, &name);
+        Ok(Some(codec::member_from_bytes(&bytes, handle, fallback)))
     }
 
     fn add_member(&self, project: &Name, member: &Member) -> Result<bool> {
@@ -496,7 +505,9 @@ impl Store for FsStore {
     }
 
     fn pending(&self, mailbox: &Address) -> Result<Listing> {
-        Ok(self.read_states(mailbox, &PENDING)?)
+        let mut listing = self.read_states(mailbox, &PENDING)?;
+        listing.messages.sort_by_key(|s| s.message.id);
+        Ok(listing)
     }
 
     fn find(&self, mailbox: &Address, prefix: &str) -> Result<Vec<Stored>> {
@@ -592,6 +603,10 @@ impl Store for FsStore {
             };
             let name = file_name(*id);
             result[i] = src.rename(&name, &target, &name)?;
+            if result[i] && to == State::Done {
+                // `recover` orders by this: when the copy was archived.
+                target.stamp(&name)?;
+            }
         }
         if result.iter().any(|m| *m) {
             target.sync()?;
@@ -678,8 +693,9 @@ impl Store for FsStore {
         };
         let mut dated = Vec::new();
         for name in done.list()?.into_iter().filter(|n| is_message_name(n)) {
-            if let Some(ctime) = done.ctime(&name)? {
-                dated.push((ctime, name));
+            // The archive time: `transition` stamps the modification time on the way in.
+            if let Some(at) = done.mtime(&name)? {
+                dated.push((at, name));
             }
         }
         dated.sort_by(|a, b| b.cmp(a));
@@ -690,7 +706,7 @@ impl Store for FsStore {
             if let Some(s) = l.messages.pop() {
                 out.push((
                     s,
-                    Timestamp::from_second(ctime).unwrap_or(Timestamp::UNIX_EPOCH),
+                    Timestamp::from_nanosecond(ctime).unwrap_or(Timestamp::UNIX_EPOCH),
                 ));
             }
         }

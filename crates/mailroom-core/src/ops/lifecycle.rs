@@ -84,6 +84,8 @@ impl Mailroom<'_> {
         let more = messages.len() - shown;
         messages.truncate(shown);
         self.mark_read(me, &mut messages)?;
+        // A cancel that won the race against this read withdrew the message: not shown.
+        messages.retain(|s| s.state != State::Cancelled);
         Ok(Inbox {
             messages,
             more,
@@ -285,6 +287,7 @@ impl Mailroom<'_> {
             priority: patch.priority.unwrap_or(old.priority),
             revision: old.revision + 1,
             edited: Some(now),
+            channel: None,
             ..old.clone()
         };
         let mut outcomes = Vec::new();
@@ -351,6 +354,7 @@ impl Mailroom<'_> {
             thread: old.thread,
             revision: 1,
             edited: None,
+            channel: None,
         };
         self.store.deliver(to, &message)?;
         let _ = self.store.record_sent(&message);

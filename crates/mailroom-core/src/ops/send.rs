@@ -87,6 +87,7 @@ impl Mailroom<'_> {
             thread,
             revision: 1,
             edited: None,
+            channel: None,
         };
 
         let mut notices = Vec::new();

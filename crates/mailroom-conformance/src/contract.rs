@@ -1,0 +1,356 @@
+//! The `Store` trait's own contract, method by method, for what the operations above cannot
+//! show: idempotent creation, at-most-once moves, "not found" as an empty answer.
+
+use mailroom_core::store::{KeyClaim, OriginClaim};
+use mailroom_core::{
+    Listing, Member, MemberStatus, Message, MessageId, Policy, Project, State, Store,
+};
+
+use crate::kit::{addr, message, name, now};
+
+fn ids(listing: &Listing) -> Vec<(MessageId, State)> {
+    listing
+        .messages
+        .iter()
+        .map(|s| (s.message.id, s.state))
+        .collect()
+}
+
+pub fn deliver_keeps_the_first_copy_of_an_id(store: &dyn Store) {
+    let bob = addr("bob@web");
+    let first = message("alice@web", "bob@web", "first");
+    assert!(store.deliver(&bob, &first).expect("deliver"));
+    let second = Message {
+        body: "second".into(),
+        ..first.clone()
+    };
+    assert!(!store.deliver(&bob, &second).expect("deliver again"));
+    let copy = store.get(&bob, first.id).expect("get").expect("the copy");
+    assert_eq!((copy.message, copy.state), (first, State::Unread));
+    assert_eq!(store.pending(&bob).expect("pending").messages.len(), 1);
+}
+
+pub fn transition_moves_a_copy_at_most_once(store: &dyn Store) {
+    let bob = addr("bob@web");
+    let a = message("alice@web", "bob@web", "a");
+    let b = message("alice@web", "bob@web", "b");
+    store.deliver(&bob, &a).expect("deliver");
+    store.deliver(&bob, &b).expect("deliver");
+    let absent = MessageId::generate();
+
+    assert_eq!(
+        store
+            .transition(&bob, &[(a.id, State::Unread)], State::Read)
+            .expect("move"),
+        vec![true]
+    );
+    assert_eq!(
+        store
+            .transition(&bob, &[(a.id, State::Unread)], State::Read)
+            .expect("move again"),
+        vec![false],
+        "no longer unread"
+    );
+    assert_eq!(
+        store
+            .transition(
+                &bob,
+                &[
+                    (a.id, State::Read),
+                    (b.id, State::Unread),
+                    (absent, State::Unread),
+                    (b.id, State::Unread),
+                ],
+                State::Done,
+            )
+            .expect("move several"),
+        vec![true, true, false, false]
+    );
+    assert_eq!(
+        store.state_of(&bob, a.id).expect("state"),
+        Some(State::Done)
+    );
+    assert_eq!(
+        store.state_of(&bob, b.id).expect("state"),
+        Some(State::Done)
+    );
+    assert_eq!(
+        store
+            .transition(&addr("nobody@web"), &[(a.id, State::Done)], State::Read)
+            .expect("move in an unknown mailbox"),
+        vec![false]
+    );
+    assert_eq!(
+        store.transition(&bob, &[], State::Done).expect("no moves"),
+        Vec::<bool>::new()
+    );
+}
+
+pub fn replace_unread_edits_only_unread_copies(store: &dyn Store) {
+    let bob = addr("bob@web");
+    let v1 = message("alice@web", "bob@web", "v1");
+    store.deliver(&bob, &v1).expect("deliver");
+    let v2 = Message {
+        body: "v2".into(),
+        revision: 2,
+        edited: Some(now()),
+        channel: None,
+        ..v1.clone()
+    };
+    assert!(store.replace_unread(&bob, &v2).expect("replace"));
+    let copy = store.get(&bob, v1.id).expect("get").expect("the copy");
+    assert_eq!((copy.message, copy.state), (v2.clone(), State::Unread));
+    assert_eq!(store.pending(&bob).expect("pending").messages.len(), 1);
+
+    store
+        .transition(&bob, &[(v1.id, State::Unread)], State::Read)
+        .expect("read");
+    let v3 = Message {
+        body: "v3".into(),
+        revision: 3,
+        ..v2.clone()
+    };
+    assert!(!store.replace_unread(&bob, &v3).expect("replace read"));
+    let copy = store.get(&bob, v1.id).expect("get").expect("the copy");
+    assert_eq!((copy.message, copy.state), (v2, State::Read));
+    assert!(
+        !store
+            .replace_unread(&addr("nobody@web"), &v3)
+            .expect("replace in an unknown mailbox")
+    );
+}
+
+pub fn lookups_of_unknown_things_are_empty(store: &dyn Store) {
+    let check = |store: &dyn Store| {
+        let nobody = addr("nobody@web");
+        let id = MessageId::generate();
+        assert_eq!(store.project(&name("nope")).expect("project"), None);
+        assert!(store.roster(&name("nope")).expect("roster").is_empty());
+        assert_eq!(
+            store.member(&name("web"), &name("nobody")).expect("member"),
+            None
+        );
+        assert_eq!(store.pending(&nobody).expect("pending"), Listing::default());
+        assert_eq!(store.everything(&nobody).expect("all"), Listing::default());
+        assert!(store.find(&nobody, "0").expect("find").is_empty());
+        assert_eq!(store.get(&nobody, id).expect("get"), None);
+        assert_eq!(store.state_of(&nobody, id).expect("state"), None);
+        assert!(store.outbox(&nobody).expect("outbox").is_empty());
+        assert!(
+            store
+                .recently_archived(&nobody, 10)
+                .expect("recent")
+                .is_empty()
+        );
+        assert!(
+            !store
+                .set_policy(&name("nope"), Policy::Roster)
+                .expect("set")
+        );
+        let member = Member {
+            handle: name("nobody"),
+            role: String::new(),
+            status: MemberStatus::Inactive,
+            joined: now(),
+        };
+        assert!(!store.update_member(&name("web"), &member).expect("update"));
+        assert_eq!(
+            store.member(&name("web"), &name("nobody")).expect("member"),
+            None,
+            "an update creates no one"
+        );
+    };
+    assert!(store.projects().expect("projects").is_empty());
+    check(store);
+    let bob = addr("bob@web");
+    store
+        .deliver(&bob, &message("alice@web", "bob@web", "x"))
+        .expect("deliver");
+    store
+        .add_member(
+            &name("web"),
+            &Member {
+                handle: name("bob"),
+                role: String::new(),
+                status: MemberStatus::Active,
+                joined: now(),
+            },
+        )
+        .expect("add");
+    check(store);
+    assert_eq!(
+        store.get(&bob, MessageId::generate()).expect("get"),
+        None,
+        "an unknown id in a known mailbox"
+    );
+}
+
+pub fn ensure_project_and_add_member_are_idempotent(store: &dyn Store) {
+    let web = Project {
+        name: name("web"),
+        policy: Policy::Roster,
+        created: now(),
+    };
+    assert_eq!(
+        store.ensure_project(&web).expect("ensure"),
+        (web.clone(), true)
+    );
+    let other = Project {
+        policy: Policy::Open,
+        ..web.clone()
+    };
+    assert_eq!(
+        store.ensure_project(&other).expect("ensure again"),
+        (web.clone(), false),
+        "the existing project stands"
+    );
+    assert_eq!(store.projects().expect("projects"), vec![web.clone()]);
+
+    let bob = Member {
+        handle: name("bob"),
+        role: "backend".into(),
+        status: MemberStatus::Active,
+        joined: now(),
+    };
+    assert!(store.add_member(&name("web"), &bob).expect("add"));
+    assert!(
+        !store
+            .add_member(
+                &name("web"),
+                &Member {
+                    role: "other".into(),
+                    ..bob.clone()
+                }
+            )
+            .expect("add again")
+    );
+    assert_eq!(
+        store.member(&name("web"), &name("bob")).expect("member"),
+        Some(bob.clone())
+    );
+    let inactive = Member {
+        status: MemberStatus::Inactive,
+        ..bob
+    };
+    assert!(
+        store
+            .update_member(&name("web"), &inactive)
+            .expect("update")
+    );
+    assert_eq!(store.roster(&name("web")).expect("roster"), vec![inactive]);
+    assert!(store.set_policy(&name("web"), Policy::Open).expect("set"));
+    assert_eq!(
+        store
+            .project(&name("web"))
+            .expect("project")
+            .map(|p| p.policy),
+        Some(Policy::Open)
+    );
+}
+
+pub fn claim_key_returns_the_first_claimant(store: &dyn Store) {
+    let alice = addr("alice@web");
+    let first = MessageId::generate();
+    let second = MessageId::generate();
+    assert_eq!(
+        store.claim_key(&alice, "k/1 ../x", first).expect("claim"),
+        KeyClaim::Claimed
+    );
+    assert_eq!(
+        store.claim_key(&alice, "k/1 ../x", second).expect("claim"),
+        KeyClaim::Existing(first)
+    );
+    assert_eq!(
+        store
+            .claim_key(&addr("carol@web"), "k/1 ../x", second)
+            .expect("claim"),
+        KeyClaim::Claimed,
+        "keys are per sender"
+    );
+    assert_eq!(
+        store.claim_key(&alice, "k/2", second).expect("claim"),
+        KeyClaim::Claimed
+    );
+}
+
+pub fn claim_origin_names_the_first_path(store: &dyn Store) {
+    let me = addr("repo@repo");
+    assert_eq!(
+        store.claim_origin(&me, "/src/a/repo").expect("claim"),
+        OriginClaim::Same
+    );
+    assert_eq!(
+        store.claim_origin(&me, "/src/a/repo").expect("claim"),
+        OriginClaim::Same
+    );
+    assert_eq!(
+        store.claim_origin(&me, "/src/b/repo").expect("claim"),
+        OriginClaim::Other("/src/a/repo".into())
+    );
+}
+
+pub fn listings_are_oldest_first_and_everything_spans_states(store: &dyn Store) {
+    let bob = addr("bob@web");
+    let msgs: Vec<Message> = (0..4)
+        .map(|i| message("alice@web", "bob@web", &format!("m{i}")))
+        .collect();
+    for m in msgs.iter().rev() {
+        store.deliver(&bob, m).expect("deliver");
+    }
+    store
+        .transition(&bob, &[(msgs[0].id, State::Unread)], State::Read)
+        .expect("read");
+    store
+        .transition(&bob, &[(msgs[2].id, State::Unread)], State::Done)
+        .expect("done");
+    store
+        .transition(&bob, &[(msgs[3].id, State::Unread)], State::Cancelled)
+        .expect("cancel");
+
+    let pending = store.pending(&bob).expect("pending");
+    assert_eq!(
+        ids(&pending),
+        vec![(msgs[0].id, State::Read), (msgs[1].id, State::Unread)],
+        "pending only, oldest first whatever the state"
+    );
+    let mut all = ids(&store.everything(&bob).expect("everything"));
+    all.sort_by_key(|(id, _)| *id);
+    assert_eq!(
+        all,
+        vec![
+            (msgs[0].id, State::Read),
+            (msgs[1].id, State::Unread),
+            (msgs[2].id, State::Done),
+            (msgs[3].id, State::Cancelled),
+        ]
+    );
+
+    for m in msgs.iter().rev() {
+        store.record_sent(m).expect("trace");
+    }
+    let outbox: Vec<MessageId> = store
+        .outbox(&addr("alice@web"))
+        .expect("outbox")
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(outbox, msgs.iter().map(|m| m.id).collect::<Vec<_>>());
+}
+
+pub fn find_matches_prefixes_case_insensitively(store: &dyn Store) {
+    let bob = addr("bob@web");
+    let m = message("alice@web", "bob@web", "x");
+    store.deliver(&bob, &m).expect("deliver");
+    let text = m.id.to_string();
+    for prefix in [&text[..12], &text.to_lowercase()[..12], text.as_str()] {
+        let found = store.find(&bob, prefix).expect("find");
+        assert_eq!(found.len(), 1, "{prefix}");
+        assert_eq!(found[0].message, m);
+    }
+    store
+        .transition(&bob, &[(m.id, State::Unread)], State::Done)
+        .expect("done");
+    let found = store.find(&bob, &text[..12]).expect("find archived");
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].state, State::Done);
+}

@@ -1,0 +1,158 @@
+//! The store conformance suite: the core's stories, written once over `&dyn Store`, so every
+//! store (files today, PostgreSQL later) is held to the very same behaviour.
+//!
+//! Invariant: a case gets a fresh, empty store and touches nothing but that store; it drives the
+//! operations through [`mailroom_core::Mailroom`] (or, in `contract`, the trait itself) and
+//! asserts on what they return, never on how a store lays things out.
+//!
+//! A store's test file stamps out one `#[test]` per case with [`store_tests!`]:
+//!
+//! ```text
+//! fn with_fresh_store(case: mailroom_conformance::Case) {
+//!     let dir = tempfile::tempdir().unwrap();
+//!     case(&FsStore::new(dir.path().join("home")));
+//! }
+//! mailroom_conformance::store_tests!(with_fresh_store);
+//! ```
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "this crate is a test kit: every case is a test, and a failed step must fail it loudly"
+)]
+
+pub mod addressing;
+pub mod archive;
+pub mod contract;
+pub mod kit;
+pub mod lifecycle;
+pub mod lookup;
+pub mod revise;
+pub mod sending;
+
+use mailroom_core::Store;
+
+/// One conformance case: it is handed a fresh, empty store and panics when the store fails it.
+pub type Case = fn(&dyn Store);
+
+/// Every case with its name, for runners that do not use [`store_tests!`].
+pub fn all() -> Vec<(&'static str, Case)> {
+    __cases!(list)
+}
+
+/// Stamps out one `#[test]` per conformance case. `$with` is a function `fn(Case)` that builds a
+/// fresh store, runs the case on it and cleans up.
+#[macro_export]
+macro_rules! store_tests {
+    ($with:path) => {
+        $crate::__cases! { stamp $with }
+    };
+}
+
+/// The one list of cases, behind both [`all`] and [`store_tests!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cases {
+    ($mode:ident $($with:path)?) => {
+        $crate::__cases! { @go $mode ($($with)?)
+            lifecycle::send_delivers_an_unread_copy_with_defaults,
+            lifecycle::peek_changes_no_state,
+            lifecycle::inbox_reports_the_state_before_and_marks_shown_mail_read,
+            lifecycle::inbox_shows_most_urgent_first_then_oldest,
+            lifecycle::inbox_limit_leaves_the_rest_unread,
+            lifecycle::read_marks_read_and_reports_the_state_before,
+            lifecycle::read_with_archive_moves_to_done,
+            lifecycle::done_archives_pending_mail_once,
+            lifecycle::done_without_ids_is_invalid,
+            lifecycle::done_checks_every_id_before_moving_any,
+            lifecycle::done_all_archives_every_pending_message,
+            lifecycle::reply_answers_the_sender_in_the_thread_and_closes_the_original,
+            lifecycle::reply_chain_keeps_the_root_thread_and_one_re,
+            lifecycle::reply_with_keep_open_leaves_the_original_pending,
+            lifecycle::reply_closes_an_unread_original,
+            revise::edit_of_unread_mail_changes_it_in_place,
+            revise::edit_of_read_mail_sends_a_correction_in_the_thread,
+            revise::edit_without_changes_is_invalid_and_changes_nothing,
+            revise::edit_with_oversize_body_is_invalid_and_changes_nothing,
+            revise::edit_of_a_received_message_is_refused_as_not_sender,
+            revise::edit_of_an_unknown_id_is_not_found,
+            revise::edit_of_cancelled_mail_delivers_nothing,
+            revise::edit_reaches_each_recipient_by_its_state,
+            revise::cancel_of_unread_mail_withdraws_it,
+            revise::cancel_of_read_mail_is_refused,
+            revise::cancel_of_archived_mail_is_refused,
+            revise::cancel_of_a_received_message_is_refused_as_not_sender,
+            revise::cancel_withdraws_only_the_unread_copies,
+            revise::done_of_cancelled_mail_is_refused,
+            addressing::send_to_an_inactive_member_is_refused,
+            addressing::unknown_handle_in_a_roster_project_suggests_close_names,
+            addressing::sender_off_the_roster_or_inactive_is_refused,
+            addressing::open_project_creates_an_unknown_mailbox_with_a_notice,
+            addressing::send_into_a_new_project_creates_it_open,
+            addressing::bare_handle_active_in_two_other_projects_is_ambiguous,
+            addressing::bare_handle_prefers_the_current_project,
+            addressing::bare_handle_skips_projects_where_it_is_inactive,
+            addressing::cross_project_send_records_the_origin,
+            addressing::human_is_reachable_from_every_project,
+            addressing::resolve_lists_every_candidate_in_order,
+            addressing::malformed_and_reserved_names_are_invalid_and_change_nothing,
+            addressing::add_project_reports_creation_and_refuses_another_policy,
+            addressing::roster_is_sorted_and_refuses_duplicates,
+            addressing::member_context_counts_pending_mail,
+            sending::several_recipients_each_get_their_own_copy_and_lifecycle,
+            sending::a_repeated_recipient_gets_one_copy,
+            sending::same_key_from_the_same_sender_delivers_once,
+            sending::same_key_from_another_sender_is_independent,
+            sending::oversize_body_is_invalid_and_changes_nothing,
+            sending::body_of_exactly_the_limit_is_accepted,
+            sending::invalid_drafts_are_refused_before_any_write,
+            sending::subject_kind_and_priority_are_kept_on_one_line,
+            archive::recover_lists_archived_mail_most_recent_first,
+            archive::recover_orders_by_archive_time_not_by_id,
+            archive::restore_puts_archived_mail_back_to_pending_as_read,
+            archive::restore_of_pending_mail_is_refused,
+            archive::handover_goes_to_ones_own_mailbox,
+            archive::search_finds_archived_and_sent_mail_case_insensitively,
+            archive::search_with_an_empty_query_is_invalid,
+            lookup::unique_id_prefix_finds_the_message,
+            lookup::ambiguous_id_prefix_is_a_conflict_listing_candidates,
+            lookup::unknown_id_is_not_found,
+            lookup::malformed_id_is_invalid,
+            lookup::id_prefix_prefers_pending_over_archived_mail,
+            lookup::full_id_finds_archived_mail,
+            lookup::another_mailboxs_message_is_not_found,
+            contract::deliver_keeps_the_first_copy_of_an_id,
+            contract::transition_moves_a_copy_at_most_once,
+            contract::replace_unread_edits_only_unread_copies,
+            contract::lookups_of_unknown_things_are_empty,
+            contract::ensure_project_and_add_member_are_idempotent,
+            contract::claim_key_returns_the_first_claimant,
+            contract::claim_origin_names_the_first_path,
+            contract::listings_are_oldest_first_and_everything_spans_states,
+            contract::find_matches_prefixes_case_insensitively,
+        }
+    };
+    (@go stamp ($with:path) $($module:ident :: $case:ident,)*) => {
+        $(
+            #[test]
+            fn $case() {
+                $with($crate::$module::$case);
+            }
+        )*
+    };
+    (@go list () $($module:ident :: $case:ident,)*) => {
+        vec![$((stringify!($case), $crate::$module::$case as $crate::Case)),*]
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn case_names_are_unique() {
+        let mut names: Vec<&str> = super::all().into_iter().map(|(n, _)| n).collect();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "two cases share a name");
+    }
+}

@@ -1,0 +1,796 @@
+//! What only the file store promises: permissions, no symlink is ever followed, tolerant reads
+//! of hand-edited and damaged files, pending reads that never touch the archive, races decided
+//! by one rename, and a header no body can alter.
+
+use std::os::unix::fs::{PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::sync::Barrier;
+use std::thread;
+
+use mailroom_core::ops::{Draft, EditOutcome, EditPatch};
+use mailroom_core::{
+    Address, Error, ErrorKind, Kind, Mailroom, MemberStatus, Message, MessageId, Name, Policy,
+    Priority, State, Store,
+};
+use mailroom_store_fs::frontmatter::{self, Value};
+use mailroom_store_fs::{FsStore, state_dir_name};
+use tempfile::TempDir;
+
+/// A store in a fresh temporary home, and room beside it for things outside the home.
+struct Home {
+    dir: TempDir,
+    store: FsStore,
+}
+
+impl Home {
+    fn new() -> Home {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let store = FsStore::new(dir.path().join("home"));
+        Home { dir, store }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// A directory outside the home.
+    fn outside(&self) -> PathBuf {
+        let p = self.dir.path().join("outside");
+        std::fs::create_dir_all(&p).expect("create outside");
+        p
+    }
+
+    /// `<home>/projects/<project>/boxes/<handle>`.
+    fn mailbox(&self, address: &str) -> PathBuf {
+        let a = addr(address);
+        let project = a.project().expect("a project address").to_string();
+        self.path()
+            .join("projects")
+            .join(project)
+            .join("boxes")
+            .join(a.handle.as_str())
+    }
+
+    fn ops(&self) -> Mailroom<'_> {
+        Mailroom::with_clock(&self.store, now)
+    }
+}
+
+const NOW: &str = "2026-03-13T14:22:00Z";
+
+fn now() -> jiff::Timestamp {
+    NOW.parse().expect("NOW is RFC 3339")
+}
+
+fn addr(s: &str) -> Address {
+    Address::parse_canonical(s).expect("a canonical address")
+}
+
+fn draft(to: &str, body: &str) -> Draft {
+    Draft {
+        to: vec![to.to_owned()],
+        body: body.to_owned(),
+        ..Draft::default()
+    }
+}
+
+fn send(home: &Home, from: &str, to: &str, body: &str) -> Message {
+    home.ops()
+        .send(&addr(from), draft(to, body))
+        .expect("send")
+        .message
+}
+
+/// Every path under `root`, `root` included, without following symlinks.
+fn walk(root: &Path) -> Vec<PathBuf> {
+    let mut out = vec![root.to_owned()];
+    let mut i = 0;
+    while i < out.len() {
+        let p = out[i].clone();
+        i += 1;
+        let meta = std::fs::symlink_metadata(&p).expect("stat");
+        if meta.is_dir() {
+            for e in std::fs::read_dir(&p).expect("read_dir") {
+                out.push(e.expect("entry").path());
+            }
+        }
+    }
+    out
+}
+
+/// How many state directories of `mailbox` hold a file for `id`.
+fn copies(home: &Home, mailbox: &str, id: MessageId) -> usize {
+    State::ALL
+        .iter()
+        .filter(|s| {
+            home.mailbox(mailbox)
+                .join(state_dir_name(**s))
+                .join(format!("{id}.md"))
+                .exists()
+        })
+        .count()
+}
+
+fn message_text(id: MessageId, from: &str, subject: &str) -> String {
+    format!(
+        "---\nid: {id}\nfrom: {from}\nto: [\"bob@web\"]\nsubject: {subject:?}\nkind: INFO\npriority: M\ndate: {NOW}\nthread: {id}\n---\nbody of {subject}\n"
+    )
+}
+
+#[test]
+fn every_directory_is_0700_and_every_file_0600() {
+    let home = Home::new();
+    let m = home.ops();
+    let (alice, bob) = (addr("alice@web"), addr("bob@web"));
+    m.add_project("ops", Policy::Roster).expect("add project");
+    m.add_member(
+        &Name::parse("ops").expect("name"),
+        "carol",
+        "qa",
+        MemberStatus::Active,
+    )
+    .expect("add member");
+    m.set_policy("ops", Policy::Open).expect("set policy");
+    let read = send(&home, "alice@web", "bob@web", "one");
+    let unread = send(&home, "alice@web", "bob@web", "two");
+    m.read(&bob, &read.id.to_string(), false).expect("read");
+    m.edit(
+        &alice,
+        &read.id.to_string(),
+        EditPatch {
+            body: Some("correction".into()),
+            ..EditPatch::default()
+        },
+    )
+    .expect("edit read mail");
+    m.edit(
+        &alice,
+        &unread.id.to_string(),
+        EditPatch {
+            body: Some("in place".into()),
+            ..EditPatch::default()
+        },
+    )
+    .expect("edit unread mail");
+    let cancelled = send(&home, "alice@web", "bob@web", "three");
+    m.cancel(&alice, &cancelled.id.to_string()).expect("cancel");
+    m.send(
+        &alice,
+        Draft {
+            idempotency_key: Some("k-1".into()),
+            ..draft("HUMAN", "keyed")
+        },
+    )
+    .expect("keyed send");
+    m.handover(&alice, "next steps".into(), None, Priority::Low)
+        .expect("handover");
+    m.done_all(&bob).expect("archive");
+    home.store
+        .claim_origin(&alice, "/src/web")
+        .expect("claim origin");
+
+    let mut wrong = Vec::new();
+    let all = walk(&home.path());
+    for p in &all {
+        let meta = std::fs::symlink_metadata(p).expect("stat");
+        let mode = meta.permissions().mode() & 0o777;
+        let want = if meta.is_dir() {
+            0o700
+        } else if meta.is_file() {
+            0o600
+        } else {
+            0
+        };
+        if mode != want {
+            wrong.push(format!("{} is {mode:o}", p.display()));
+        }
+    }
+    assert!(all.len() > 30, "the operations wrote a tree: {all:?}");
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn a_symlinked_directory_in_a_mailbox_is_refused_not_followed() {
+    for planted in ["", "unread", "tmp"] {
+        let home = Home::new();
+        let m = home.ops();
+        m.add_member(
+            &Name::parse("web").expect("name"),
+            "bob",
+            "",
+            MemberStatus::Active,
+        )
+        .expect("add member");
+        let bx = home.mailbox("bob@web");
+        if planted.is_empty() {
+            std::fs::create_dir_all(bx.parent().expect("boxes")).expect("boxes");
+        } else {
+            home.store
+                .claim_origin(&addr("bob@web"), "/src/bob")
+                .expect("create the mailbox");
+            let _ = std::fs::remove_dir(bx.join(planted));
+        }
+        let outside = home.outside();
+        let link = if planted.is_empty() {
+            bx.clone()
+        } else {
+            bx.join(planted)
+        };
+        symlink(&outside, &link).expect("plant the symlink");
+
+        let e = m
+            .send(&addr("alice@web"), draft("bob@web", "hello"))
+            .expect_err("a send through a symlink is refused");
+        assert_eq!(e.kind(), ErrorKind::Store, "{planted}: {e}");
+        assert!(
+            e.to_string().contains(&bx.display().to_string()),
+            "the error names the path: {e}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&outside).expect("outside").count(),
+            0,
+            "{planted}: nothing written through the link"
+        );
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .expect("the link")
+                .file_type()
+                .is_symlink(),
+            "the link is left as it was"
+        );
+    }
+}
+
+#[test]
+fn a_symlinked_mailbox_is_never_listed_through() {
+    let home = Home::new();
+    home.ops()
+        .add_member(
+            &Name::parse("web").expect("name"),
+            "bob",
+            "",
+            MemberStatus::Active,
+        )
+        .expect("add member");
+    let outside = home.outside();
+    let id = MessageId::generate();
+    std::fs::create_dir_all(outside.join("unread")).expect("outside unread");
+    std::fs::write(
+        outside.join("unread").join(format!("{id}.md")),
+        message_text(id, "mallory@evil", "SECRET"),
+    )
+    .expect("write");
+    symlink(&outside, home.mailbox("bob@web")).expect("plant");
+
+    match home.store.pending(&addr("bob@web")) {
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Store, "{e}"),
+        Ok(listing) => panic!("listed through a symlink: {listing:?}"),
+    }
+    let e = home
+        .ops()
+        .inbox(&addr("bob@web"), None)
+        .expect_err("inbox through a symlink");
+    assert_eq!(e.kind(), ErrorKind::Store);
+    assert!(
+        outside.join("unread").join(format!("{id}.md")).exists(),
+        "nothing moved out of the target"
+    );
+}
+
+#[test]
+fn a_symlinked_message_file_is_refused_not_followed() {
+    let home = Home::new();
+    let real = send(&home, "alice@web", "bob@web", "real");
+    let outside = home.outside();
+    let secret = outside.join("secret.md");
+    let id = MessageId::generate();
+    let text = message_text(id, "mallory@evil", "SECRET");
+    std::fs::write(&secret, &text).expect("write the target");
+    let link = home
+        .mailbox("bob@web")
+        .join("unread")
+        .join(format!("{id}.md"));
+    symlink(&secret, &link).expect("plant");
+
+    // Refused: an error, or reported as damaged; never the target's content.
+    match home.store.pending(&addr("bob@web")) {
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Store, "{e}"),
+        Ok(listing) => {
+            assert!(
+                listing.messages.iter().all(|s| s.message.id == real.id),
+                "{listing:?}"
+            );
+            assert_eq!(listing.damaged.len(), 1, "{listing:?}");
+        }
+    }
+    match home.store.get(&addr("bob@web"), id) {
+        Err(e) => assert_eq!(e.kind(), ErrorKind::Store, "{e}"),
+        Ok(got) => assert_eq!(got, None),
+    }
+    let m = home.ops();
+    let _ = m.inbox(&addr("bob@web"), None);
+    let _ = m.done_all(&addr("bob@web"));
+    let msg = Message { id, ..real.clone() };
+    assert!(
+        !home
+            .store
+            .deliver(&addr("bob@web"), &msg)
+            .expect("deliver onto a symlink's name"),
+        "an existing name, link or not, is never replaced"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&secret).expect("the target"),
+        text,
+        "the target is untouched"
+    );
+}
+
+#[test]
+fn hand_written_message_files_are_listed_with_warnings() {
+    let home = Home::new();
+    let real = send(&home, "alice@web", "bob@web", "real");
+    let unread = home.mailbox("bob@web").join("unread");
+    let yaml = MessageId::generate();
+    std::fs::write(
+        unread.join(format!("{yaml}.md")),
+        "---\nfrom: alice@web\nto:\n  - bob@web\nsubject: 'it''s written by hand'\nkind: URGENT_THING\ndate: sometime yesterday\n---\nHand-written body.\n",
+    )
+    .expect("write");
+    let plain = MessageId::generate();
+    std::fs::write(
+        unread.join(format!("{plain}.md")),
+        "---\r\nfrom: carol@web\r\nsubject: Re: plain words\r\ndate: 2026-03-13 14:22 UTC\r\n---\r\nplain\r\n",
+    )
+    .expect("write");
+
+    let listing = home.ops().peek(&addr("bob@web")).expect("peek");
+    assert!(listing.damaged.is_empty(), "{listing:?}");
+    assert_eq!(listing.messages.len(), 3);
+    let get = |id: MessageId| {
+        listing
+            .messages
+            .iter()
+            .find(|s| s.message.id == id)
+            .expect("listed")
+    };
+    assert!(get(real.id).warnings.is_empty());
+
+    let y = get(yaml);
+    assert_eq!(y.message.subject, "it's written by hand");
+    assert_eq!(y.message.from, addr("alice@web"));
+    assert_eq!(y.message.to, vec![addr("bob@web")]);
+    assert_eq!(
+        y.message.kind,
+        Kind::Info,
+        "an unknown kind takes the default"
+    );
+    assert_eq!(y.message.priority, Priority::Medium, "missing: the default");
+    assert_eq!(
+        y.message.date,
+        yaml.timestamp(),
+        "a bad date: the id's time"
+    );
+    assert_eq!(y.message.body, "Hand-written body.\n");
+    assert_eq!(y.warnings.len(), 2, "{:?}", y.warnings);
+    assert!(
+        y.warnings.iter().any(|w| w.contains("kind")),
+        "{:?}",
+        y.warnings
+    );
+    assert!(
+        y.warnings.iter().any(|w| w.contains("date")),
+        "{:?}",
+        y.warnings
+    );
+
+    let p = get(plain);
+    assert_eq!(p.message.subject, "Re: plain words");
+    assert_eq!(p.message.to, vec![addr("bob@web")], "the mailbox's owner");
+    assert_eq!(p.message.thread, plain);
+    assert_eq!(p.message.date, now());
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+
+    let inbox = home.ops().inbox(&addr("bob@web"), None).expect("inbox");
+    assert_eq!(inbox.messages.len(), 3);
+    assert!(
+        home.store
+            .pending(&addr("bob@web"))
+            .expect("pending")
+            .messages
+            .iter()
+            .all(|s| s.state == State::Read),
+        "hand-written mail moves like any other"
+    );
+}
+
+#[test]
+fn damaged_files_are_reported_and_hide_no_other_message() {
+    let home = Home::new();
+    let real = send(&home, "alice@web", "bob@web", "real");
+    let bx = home.mailbox("bob@web");
+    std::fs::create_dir_all(bx.join("read")).expect("read dir");
+    let damaged: Vec<(PathBuf, Vec<u8>, &str)> = vec![
+        (bx.join("unread"), b"just some text\n".to_vec(), "'---'"),
+        (
+            bx.join("unread"),
+            b"---\nfrom: alice@web\nsubject: torn".to_vec(),
+            "closing",
+        ),
+        (
+            bx.join("unread"),
+            b"---\nfrom: alice@web\nsubject: \xff\xfe\n---\nx".to_vec(),
+            "UTF-8",
+        ),
+        (
+            bx.join("read"),
+            b"---\nsubject: no sender\n---\n".to_vec(),
+            "from",
+        ),
+    ];
+    let mut names = Vec::new();
+    for (dir, bytes, _) in &damaged {
+        let name = format!("{}.md", MessageId::generate());
+        std::fs::write(dir.join(&name), bytes).expect("write");
+        names.push(name);
+    }
+
+    let inbox = home.ops().inbox(&addr("bob@web"), None).expect("inbox");
+    let shown: Vec<MessageId> = inbox.messages.iter().map(|s| s.message.id).collect();
+    assert_eq!(shown, vec![real.id], "the good message is shown");
+    assert_eq!(inbox.damaged.len(), damaged.len(), "{:?}", inbox.damaged);
+    for ((_, _, says), name) in damaged.iter().zip(&names) {
+        let d = inbox
+            .damaged
+            .iter()
+            .find(|d| d.location.ends_with(name.as_str()))
+            .unwrap_or_else(|| panic!("{name} is reported: {:?}", inbox.damaged));
+        assert!(d.problem.contains(says), "{name}: {}", d.problem);
+    }
+    let everything = home.store.everything(&addr("bob@web")).expect("everything");
+    assert_eq!(everything.damaged.len(), damaged.len());
+    assert_eq!(everything.messages.len(), 1);
+    let search = home.ops().search(&addr("bob@web"), "real").expect("search");
+    assert_eq!(search.hits.len(), 1);
+    assert_eq!(
+        home.ops().done_all(&addr("bob@web")).expect("done --all"),
+        1
+    );
+}
+
+#[test]
+fn leftover_temp_files_are_never_listed() {
+    let home = Home::new();
+    let real = send(&home, "alice@web", "bob@web", "real");
+    let bx = home.mailbox("bob@web");
+    let stray = |dir: PathBuf, name: String| {
+        let id = MessageId::generate();
+        std::fs::write(
+            dir.join(name.replace("ID", &id.to_string())),
+            message_text(id, "alice@web", "leftover"),
+        )
+        .expect("write");
+    };
+    stray(bx.join("tmp"), "123.0.0.tmp".into());
+    stray(bx.join("tmp"), "ID.md".into());
+    stray(bx.join("unread"), ".ID.md".into());
+    stray(bx.join("unread"), "ID.md.tmp".into());
+    stray(
+        home.path().join("projects").join("web").join("tmp"),
+        "ID.md".into(),
+    );
+    std::fs::create_dir_all(bx.join("done")).expect("done dir");
+    stray(bx.join("done"), "9.1.2.tmp".into());
+
+    let listing = home.ops().peek(&addr("bob@web")).expect("peek");
+    let ids: Vec<MessageId> = listing.messages.iter().map(|s| s.message.id).collect();
+    assert_eq!(ids, vec![real.id]);
+    assert!(listing.damaged.is_empty(), "{listing:?}");
+    let everything = home.store.everything(&addr("bob@web")).expect("everything");
+    assert_eq!(everything.messages.len(), 1);
+    assert!(everything.damaged.is_empty(), "{everything:?}");
+    let search = home
+        .ops()
+        .search(&addr("bob@web"), "leftover")
+        .expect("search");
+    assert!(search.hits.is_empty(), "{search:?}");
+    assert!(
+        home.ops()
+            .recover(&addr("bob@web"), 10)
+            .expect("recover")
+            .is_empty()
+    );
+}
+
+#[test]
+fn reading_pending_mail_never_opens_the_archive() {
+    let home = Home::new();
+    let real = send(&home, "alice@web", "bob@web", "real");
+    let bx = home.mailbox("bob@web");
+    for state in ["done", "cancelled"] {
+        std::fs::create_dir_all(bx.join(state)).expect("state dir");
+        std::fs::write(
+            bx.join(state).join(format!("{}.md", MessageId::generate())),
+            "damaged",
+        )
+        .expect("write");
+    }
+    assert_eq!(
+        home.store
+            .everything(&addr("bob@web"))
+            .expect("everything")
+            .damaged
+            .len(),
+        2,
+        "a full scan would report them"
+    );
+    let pending = home.store.pending(&addr("bob@web")).expect("pending");
+    assert!(pending.damaged.is_empty(), "{pending:?}");
+    let inbox = home.ops().inbox(&addr("bob@web"), None).expect("inbox");
+    assert!(inbox.damaged.is_empty(), "{inbox:?}");
+
+    // Archive directories that cannot even be opened do not matter to pending mail.
+    for state in ["done", "cancelled"] {
+        std::fs::remove_dir_all(bx.join(state)).expect("remove");
+        std::fs::write(bx.join(state), "not a directory").expect("write");
+    }
+    let pending = home.store.pending(&addr("bob@web")).expect("pending");
+    assert_eq!(pending.messages.len(), 1);
+    assert_eq!(pending.messages[0].message.id, real.id);
+    let e = home
+        .store
+        .everything(&addr("bob@web"))
+        .expect_err("a full scan does open the archive");
+    assert_eq!(e.kind(), ErrorKind::Store);
+}
+
+const RACE_ROUNDS: usize = 100;
+
+/// Work (never a sleep) that delays the reader by a different amount each round, so the rounds
+/// sweep the reader's move across the whole of the other side's operation.
+fn stagger(store: &FsStore, mailbox: &Address, round: usize) {
+    for _ in 0..(round % 25) * 4 {
+        store.pending(mailbox).expect("pending");
+    }
+}
+
+#[test]
+fn an_edit_racing_a_read_is_either_in_place_or_a_correction() {
+    let home = Home::new();
+    let (alice, bob) = (addr("alice@web"), addr("bob@web"));
+    let (mut in_place, mut corrected) = (0, 0);
+    for round in 0..RACE_ROUNDS {
+        let orig = send(&home, "alice@web", "bob@web", &format!("v1 #{round}"));
+        let v2 = format!("v2 #{round}");
+        let barrier = Barrier::new(2);
+        let (inbox, edit) = thread::scope(|s| {
+            let reader = s.spawn(|| {
+                barrier.wait();
+                stagger(&home.store, &bob, round);
+                Mailroom::new(&home.store).inbox(&bob, None)
+            });
+            let editor = s.spawn(|| {
+                barrier.wait();
+                Mailroom::new(&home.store).edit(
+                    &alice,
+                    &orig.id.to_string(),
+                    EditPatch {
+                        body: Some(v2.clone()),
+                        ..EditPatch::default()
+                    },
+                )
+            });
+            (
+                reader.join().expect("the reader"),
+                editor.join().expect("the editor"),
+            )
+        });
+        let inbox = inbox.expect("inbox");
+        let edit = edit.expect("edit");
+        let shown = inbox
+            .messages
+            .iter()
+            .find(|s| s.message.id == orig.id)
+            .unwrap_or_else(|| panic!("round {round}: pending mail not shown: {inbox:?}"));
+        let copy = home
+            .store
+            .get(&bob, orig.id)
+            .expect("get")
+            .expect("the copy");
+        assert_eq!(copy.state, State::Read, "round {round}");
+        let corrections: Vec<MessageId> = home
+            .store
+            .pending(&bob)
+            .expect("pending")
+            .messages
+            .iter()
+            .filter(|s| s.message.kind == Kind::Correction && s.message.reply_to == Some(orig.id))
+            .map(|s| s.message.id)
+            .collect();
+        match edit.outcomes.as_slice() {
+            [(_, EditOutcome::Edited)] => {
+                in_place += 1;
+                assert_eq!(copy.message.body, v2, "round {round}");
+                assert_eq!(copy.message.revision, 2, "round {round}");
+                assert_eq!(shown.message.body, v2, "round {round}: shown the old text");
+                assert!(corrections.is_empty(), "round {round}: both outcomes");
+            }
+            [(_, EditOutcome::Corrected(cid))] => {
+                corrected += 1;
+                assert_eq!(copy.message.body, orig.body, "round {round}");
+                assert_eq!(copy.message.revision, 1, "round {round}");
+                assert_eq!(shown.message.body, orig.body, "round {round}");
+                assert_eq!(corrections, vec![*cid], "round {round}");
+            }
+            other => panic!("round {round}: unexpected outcome {other:?}"),
+        }
+        assert_eq!(copies(&home, "bob@web", orig.id), 1, "round {round}");
+        Mailroom::new(&home.store).done_all(&bob).expect("archive");
+    }
+    assert_eq!(in_place + corrected, RACE_ROUNDS);
+}
+
+#[test]
+fn a_cancel_racing_a_read_is_either_cancelled_or_read() {
+    let home = Home::new();
+    let (alice, bob) = (addr("alice@web"), addr("bob@web"));
+    let (mut cancelled, mut read) = (0, 0);
+    for round in 0..RACE_ROUNDS {
+        let orig = send(&home, "alice@web", "bob@web", &format!("#{round}"));
+        let barrier = Barrier::new(2);
+        let (inbox, cancel) = thread::scope(|s| {
+            let reader = s.spawn(|| {
+                barrier.wait();
+                stagger(&home.store, &bob, round);
+                Mailroom::new(&home.store).inbox(&bob, None)
+            });
+            let canceller = s.spawn(|| {
+                barrier.wait();
+                Mailroom::new(&home.store).cancel(&alice, &orig.id.to_string())
+            });
+            (
+                reader.join().expect("the reader"),
+                canceller.join().expect("the canceller"),
+            )
+        });
+        let inbox = inbox.expect("inbox");
+        let shown = inbox.messages.iter().find(|s| s.message.id == orig.id);
+        let now = home.store.state_of(&bob, orig.id).expect("state");
+        match cancel {
+            Ok(report) => {
+                cancelled += 1;
+                assert_eq!(report.outcomes, vec![(bob.clone(), State::Cancelled)]);
+                assert_eq!(now, Some(State::Cancelled), "round {round}");
+                assert!(
+                    shown.is_none_or(|s| s.state == State::Cancelled),
+                    "round {round}: shown as pending although cancelled: {shown:?}"
+                );
+            }
+            Err(e) => {
+                read += 1;
+                assert!(
+                    matches!(
+                        e,
+                        Error::NotCancellable {
+                            state: State::Read,
+                            ..
+                        }
+                    ),
+                    "round {round}: {e:?}"
+                );
+                assert_eq!(now, Some(State::Read), "round {round}");
+                assert_eq!(
+                    shown.map(|s| s.state),
+                    Some(State::Unread),
+                    "round {round}: read, so the reader saw it"
+                );
+            }
+        }
+        assert_eq!(copies(&home, "bob@web", orig.id), 1, "round {round}");
+        Mailroom::new(&home.store).done_all(&bob).expect("archive");
+    }
+    assert_eq!(cancelled + read, RACE_ROUNDS);
+}
+
+#[test]
+fn a_message_file_round_trips_through_frontmatter_exactly() {
+    let home = Home::new();
+    let body =
+        "---\nfrom: mallory@evil\nsubject: forged\n---\n> quoted line\n> ---\n---\nReal text\n---";
+    let sent = home
+        .ops()
+        .send(
+            &addr("alice@web"),
+            Draft {
+                subject: Some("He said: \"---\" \\ ok".into()),
+                kind: Kind::InterfaceChange,
+                priority: Priority::High,
+                ..draft("bob@web", body)
+            },
+        )
+        .expect("send")
+        .message;
+    let file = home
+        .mailbox("bob@web")
+        .join("unread")
+        .join(format!("{}.md", sent.id));
+    let bytes = std::fs::read(&file).expect("the message file");
+    assert!(bytes.starts_with(b"---\n"));
+    let doc = frontmatter::parse(&bytes).expect("parse");
+    assert_eq!(doc.body, body, "the body is exactly what was sent");
+    let id = sent.id.to_string();
+    let text = |s: &str| Value::Text(s.to_owned());
+    assert_eq!(
+        doc.fields,
+        vec![
+            ("id".to_owned(), text(&id)),
+            ("from".to_owned(), text("alice@web")),
+            ("to".to_owned(), Value::List(vec!["bob@web".to_owned()])),
+            ("subject".to_owned(), text("He said: \"---\" \\ ok")),
+            ("kind".to_owned(), text("INTERFACE_CHANGE")),
+            ("priority".to_owned(), text("H")),
+            ("date".to_owned(), text(NOW)),
+            ("thread".to_owned(), text(&id)),
+        ],
+        "the body altered no header field"
+    );
+    let copy = home
+        .store
+        .get(&addr("bob@web"), sent.id)
+        .expect("get")
+        .expect("the copy");
+    assert_eq!(copy.message, sent);
+    assert!(copy.warnings.is_empty());
+
+    let (reply, _) = home
+        .ops()
+        .reply(
+            &addr("bob@web"),
+            &id,
+            draft("", "---\nfrom: HUMAN\n---\n"),
+            false,
+        )
+        .expect("reply");
+    let reply_file = home
+        .mailbox("alice@web")
+        .join("unread")
+        .join(format!("{}.md", reply.message.id));
+    let doc = frontmatter::parse(&std::fs::read(reply_file).expect("reply file")).expect("parse");
+    assert_eq!(doc.text("from").as_deref(), Some("bob@web"));
+    assert_eq!(doc.text("reply_to"), Some(id.clone()));
+    assert_eq!(doc.text("thread"), Some(id));
+    assert_eq!(doc.body, "---\nfrom: HUMAN\n---\n");
+}
+
+#[test]
+fn an_edited_message_file_records_its_revision() {
+    let home = Home::new();
+    let sent = send(&home, "alice@web", "bob@web", "v1");
+    let report = home
+        .ops()
+        .edit(
+            &addr("alice@web"),
+            &sent.id.to_string(),
+            EditPatch {
+                body: Some("v2\n---\nsubject: forged\n---\n".into()),
+                ..EditPatch::default()
+            },
+        )
+        .expect("edit");
+    let bytes = std::fs::read(
+        home.mailbox("bob@web")
+            .join("unread")
+            .join(format!("{}.md", sent.id)),
+    )
+    .expect("the message file");
+    let doc = frontmatter::parse(&bytes).expect("parse");
+    assert_eq!(doc.text("revision").as_deref(), Some("2"));
+    assert_eq!(doc.text("edited").as_deref(), Some(NOW));
+    assert_eq!(doc.text("subject").as_deref(), Some("v1"));
+    assert_eq!(doc.body, "v2\n---\nsubject: forged\n---\n");
+    let copy = home
+        .store
+        .get(&addr("bob@web"), sent.id)
+        .expect("get")
+        .expect("the copy");
+    assert_eq!(copy.message, report.message);
+}
