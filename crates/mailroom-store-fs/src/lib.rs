@@ -22,6 +22,21 @@ use mailroom_core::{
 };
 
 pub use crate::codec::LAYOUT_VERSION;
+
+/// Decodes a message file's bytes as the store reads them (for tests and fuzzing): the
+/// message with its warnings, or why it is unreadable.
+pub fn decode_message(
+    bytes: &[u8],
+    file_id: Option<MessageId>,
+    owner: &Address,
+) -> std::result::Result<(Message, Vec<String>), String> {
+    codec::message_from_bytes(bytes, file_id, owner).map(|d| (d.message, d.warnings))
+}
+
+/// Encodes a message as the store writes it.
+pub fn encode_message(message: &Message) -> String {
+    codec::message_to_text(message)
+}
 use crate::codec::{message_from_bytes, message_to_text};
 use crate::dir::{Dir, Durability};
 pub use crate::error::FsError;
