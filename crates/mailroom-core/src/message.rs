@@ -39,6 +39,13 @@ impl MessageId {
         MessageId(ulid::Ulid(next))
     }
 
+    /// An id derived from content, for imports: the same input gives the same id on every
+    /// machine, so importing twice cannot deliver twice.
+    pub fn derived(at: Timestamp, hash: u128) -> MessageId {
+        let ms = u64::try_from(at.as_millisecond()).unwrap_or(0);
+        MessageId(ulid::Ulid::from_parts(ms, hash & ((1u128 << 80) - 1)))
+    }
+
     /// Parses a full 26-character id (case-insensitive).
     pub fn parse(s: &str) -> Option<MessageId> {
         ulid::Ulid::from_string(s).ok().map(MessageId)
@@ -268,6 +275,15 @@ pub struct Message {
     pub edited: Option<Timestamp>,
     /// The channel it was posted to; `None` for directed mail.
     pub channel: Option<ChannelRef>,
+}
+
+impl Message {
+    /// True for an entry read from a channel (a broadcast or a run channel's entry), which has
+    /// no recipients and no done step; false for directed mail, including a channel entry's
+    /// copy forwarded to someone's mailbox.
+    pub fn is_channel_entry(&self) -> bool {
+        self.channel.is_some() && self.to.is_empty()
+    }
 }
 
 /// One recipient's copy of a message as read from a store, with its state.

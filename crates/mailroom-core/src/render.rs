@@ -85,6 +85,13 @@ pub fn message_block(out: &mut String, stored: &Stored, hints: bool) {
         m.date.strftime("%Y-%m-%d %H:%M UTC"),
         stored.state
     );
+    if let Some(c) = &m.channel {
+        if c.is_broadcast() {
+            let _ = write!(meta, " · broadcast to {c}");
+        } else {
+            let _ = write!(meta, " · channel {c}");
+        }
+    }
     if m.to.len() > 1 {
         let to: Vec<String> = m.to.iter().map(ToString::to_string).collect();
         let _ = write!(meta, " · to {}", to.join(", "));
@@ -100,7 +107,13 @@ pub fn message_block(out: &mut String, stored: &Stored, hints: bool) {
         let _ = writeln!(out, "    !! {}", clean_line(w));
     }
     quote(out, &m.body);
-    if hints && stored.state.is_pending() && m.kind == crate::message::Kind::Handover {
+    if hints && m.is_channel_entry() {
+        let _ = writeln!(
+            out,
+            "-> reply: mailroom reply {} --message \"...\" (shown once; no done step)",
+            m.id
+        );
+    } else if hints && stored.state.is_pending() && m.kind == crate::message::Kind::Handover {
         let _ = writeln!(out, "-> done: mailroom done {}", m.id);
     } else if hints && stored.state.is_pending() {
         let _ = writeln!(

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 
 use crate::address::Address;
 use crate::error::Result;
-use crate::message::{Listing, Message, MessageId, State, Stored};
+use crate::message::{ChannelRef, Listing, Message, MessageId, State, Stored};
 use crate::name::Name;
 
 /// What happens when mail is sent to a handle a project does not know.
@@ -197,6 +197,36 @@ pub trait Store {
 
     /// Every copy in the mailbox, in every state: the scan behind `search`.
     fn everything(&self, mailbox: &Address) -> Result<Listing>;
+
+    /// Appends `message` to a channel, durably. Entries are never edited or deleted; the same
+    /// id twice keeps the first and returns `Ok(false)`.
+    fn append(&self, channel: &ChannelRef, message: &Message) -> Result<bool>;
+
+    /// The channel's entries, oldest (by id) first. Retracted entries are included with state
+    /// `Retracted` only when `retracted` is true; the others have state `Unread`.
+    fn entries(&self, channel: &ChannelRef, retracted: bool) -> Result<Listing>;
+
+    /// The entries `reader` has not seen yet (not retracted), oldest first, in state `Unread`.
+    /// Costs O(entries) names and O(unseen) reads.
+    fn unseen(&self, channel: &ChannelRef, reader: &Name) -> Result<Listing>;
+
+    /// The ids `reader` has seen in the channel.
+    fn seen(&self, channel: &ChannelRef, reader: &Name) -> Result<Vec<MessageId>>;
+
+    /// Marks entries seen by `reader` and returns, for each, whether this call marked it: of
+    /// several concurrent readers as the same member, exactly one marks (and shows) an entry.
+    fn mark_seen(
+        &self,
+        channel: &ChannelRef,
+        reader: &Name,
+        ids: &[MessageId],
+    ) -> Result<Vec<bool>>;
+
+    /// Moves an entry out of the channel (un-send): `Ok(false)` when it is not an entry now.
+    fn retract(&self, channel: &ChannelRef, id: MessageId) -> Result<bool>;
+
+    /// The project's channels that have entries (or retracted ones), sorted by name.
+    fn channels(&self, project: &Name) -> Result<Vec<Name>>;
 
     /// Checks the store for problems (and with `fix`, repairs those that are safe to repair:
     /// never a message's content, never by deleting a message).

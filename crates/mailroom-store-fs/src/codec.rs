@@ -82,7 +82,8 @@ pub fn message_from_bytes(
             Err(e) => warnings.push(format!("skipped the recipient '{t}': {e}")),
         }
     }
-    if to.is_empty() {
+    // A missing `to` (hand-written) means the mailbox's owner; an empty list is a channel entry.
+    if doc.get("to").is_none() {
         to.push(owner.clone());
     }
     let body = doc.body.clone();

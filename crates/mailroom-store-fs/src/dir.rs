@@ -274,6 +274,21 @@ impl Dir {
         Ok(name)
     }
 
+    /// Creates an empty file unless it exists: `Ok(true)` when this call created it. The
+    /// exclusive create is what makes a seen mark a claim.
+    pub fn create_marker(&self, name: &str) -> Result<bool, FsError> {
+        match rfs::openat(
+            &self.fd,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(FILE_MODE),
+        ) {
+            Ok(_) => Ok(true),
+            Err(Errno::EXIST) => Ok(false),
+            Err(e) => Err(FsError::io("create", self.child_path(name), io_err(e))),
+        }
+    }
+
     /// Removes an entry; absent is fine.
     pub fn remove(&self, name: &str) -> Result<(), FsError> {
         match rfs::unlinkat(&self.fd, name, AtFlags::empty()) {

@@ -15,6 +15,7 @@ pub mod frontmatter;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
+use mailroom_core::message::ChannelRef;
 use mailroom_core::store::{KeyClaim, OriginClaim};
 use mailroom_core::{
     Address, Damaged, Listing, Member, Message, MessageId, Name, Policy, Project, Result, Scope,
@@ -58,6 +59,10 @@ const KEYS: &str = "keys";
 const ORIGIN: &str = "origin";
 const PROJECT_FILE: &str = "project.md";
 pub(crate) const LAYOUT_FILE: &str = "layout";
+pub(crate) const CHANNELS: &str = "channels";
+const ENTRIES: &str = "entries";
+const RETRACTED: &str = "retracted";
+const SEEN: &str = "seen";
 
 /// The directory of each state.
 pub fn state_dir_name(state: State) -> &'static str {
@@ -199,6 +204,41 @@ impl FsStore {
             Some(b) => b.open(address.handle.as_str()),
             None => Ok(None),
         }
+    }
+
+    /// The directory of a channel.
+    fn channel_dir(&self, channel: &ChannelRef, create: bool) -> Result<Option<Dir>, FsError> {
+        let Some(project) = self.project_dir(&channel.project, create)? else {
+            return Ok(None);
+        };
+        let channels = if create {
+            Some(project.open_or_create(CHANNELS)?)
+        } else {
+            project.open(CHANNELS)?
+        };
+        match channels {
+            Some(c) if create => c.open_or_create(channel.name.as_str()).map(Some),
+            Some(c) => c.open(channel.name.as_str()),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads the message files `names` of a channel directory, oldest first.
+    fn read_entries(
+        &self,
+        channel: &ChannelRef,
+        dir: &Dir,
+        mut names: Vec<String>,
+        state: State,
+        out: &mut Listing,
+    ) -> Result<(), FsError> {
+        names.sort();
+        // Entries have no owner mailbox; the channel's project stands in for a missing `to`.
+        let owner = Address::in_project(channel.name.clone(), channel.project.clone());
+        for name in names {
+            self.read_one(&owner, dir, &name, Some(state), out)?;
+        }
+        Ok(())
     }
 
     /// Reads every message file in one state directory of a mailbox.
@@ -730,6 +770,140 @@ impl Store for FsStore {
 
     fn everything(&self, mailbox: &Address) -> Result<Listing> {
         Ok(self.read_states(mailbox, &State::ALL)?)
+    }
+
+    fn append(&self, channel: &ChannelRef, message: &Message) -> Result<bool> {
+        let dir = self.channel_dir(channel, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(CHANNELS),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let tmp = dir.open_or_create(TMP)?;
+        let entries = dir.open_or_create(ENTRIES)?;
+        let t = tmp.write_temp(message_to_text(message).as_bytes(), Durability::Durable)?;
+        let created = tmp.publish_new(&t, &entries, &file_name(message.id))?;
+        entries.sync()?;
+        Ok(created)
+    }
+
+    fn entries(&self, channel: &ChannelRef, retracted: bool) -> Result<Listing> {
+        let mut out = Listing::default();
+        let Some(dir) = self.channel_dir(channel, false)? else {
+            return Ok(out);
+        };
+        let mut sources = vec![(ENTRIES, State::Unread)];
+        if retracted {
+            sources.push((RETRACTED, State::Retracted));
+        }
+        for (sub, state) in sources {
+            if let Some(d) = dir.open(sub)? {
+                let names = d
+                    .list()?
+                    .into_iter()
+                    .filter(|n| is_message_name(n))
+                    .collect();
+                self.read_entries(channel, &d, names, state, &mut out)?;
+            }
+        }
+        out.messages.sort_by_key(|s| s.message.id);
+        Ok(out)
+    }
+
+    fn unseen(&self, channel: &ChannelRef, reader: &Name) -> Result<Listing> {
+        let mut out = Listing::default();
+        let Some(dir) = self.channel_dir(channel, false)? else {
+            return Ok(out);
+        };
+        let Some(entries) = dir.open(ENTRIES)? else {
+            return Ok(out);
+        };
+        let seen: std::collections::HashSet<MessageId> =
+            self.seen(channel, reader)?.into_iter().collect();
+        let names = entries
+            .list()?
+            .into_iter()
+            .filter(|n| is_message_name(n) && id_of(n).is_none_or(|id| !seen.contains(&id)))
+            .collect();
+        self.read_entries(channel, &entries, names, State::Unread, &mut out)?;
+        Ok(out)
+    }
+
+    fn seen(&self, channel: &ChannelRef, reader: &Name) -> Result<Vec<MessageId>> {
+        let Some(dir) = self.channel_dir(channel, false)? else {
+            return Ok(vec![]);
+        };
+        let Some(seen) = dir.open(SEEN)? else {
+            return Ok(vec![]);
+        };
+        let Some(mine) = seen.open(reader.as_str())? else {
+            return Ok(vec![]);
+        };
+        Ok(mine
+            .list()?
+            .iter()
+            .filter_map(|n| MessageId::parse(n))
+            .collect())
+    }
+
+    fn mark_seen(
+        &self,
+        channel: &ChannelRef,
+        reader: &Name,
+        ids: &[MessageId],
+    ) -> Result<Vec<bool>> {
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let dir = self.channel_dir(channel, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(CHANNELS),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let mine = dir.open_or_create(SEEN)?.open_or_create(reader.as_str())?;
+        // Not fsynced: a seen mark lost in a crash shows the entry once more, never loses it.
+        Ok(ids
+            .iter()
+            .map(|id| mine.create_marker(&id.to_string()))
+            .collect::<Result<_, _>>()?)
+    }
+
+    fn retract(&self, channel: &ChannelRef, id: MessageId) -> Result<bool> {
+        let Some(dir) = self.channel_dir(channel, false)? else {
+            return Ok(false);
+        };
+        let Some(entries) = dir.open(ENTRIES)? else {
+            return Ok(false);
+        };
+        if !entries.exists(&file_name(id))? {
+            return Ok(false);
+        }
+        let retracted = dir.open_or_create(RETRACTED)?;
+        let moved = entries.rename(&file_name(id), &retracted, &file_name(id))?;
+        if moved {
+            retracted.sync()?;
+            entries.sync()?;
+        }
+        Ok(moved)
+    }
+
+    fn channels(&self, project: &Name) -> Result<Vec<Name>> {
+        let Some(dir) = self.project_dir(project, false)? else {
+            return Ok(vec![]);
+        };
+        let Some(channels) = dir.open(CHANNELS)? else {
+            return Ok(vec![]);
+        };
+        let mut names: Vec<Name> = channels
+            .list()?
+            .iter()
+            .filter_map(|n| Name::parse(n).ok())
+            .collect();
+        names.sort();
+        Ok(names)
     }
 
     fn doctor(&self, fix: bool) -> Result<Vec<mailroom_core::Finding>> {

@@ -62,6 +62,23 @@ pub enum Command {
     Edit(EditArgs),
     /// Withdraw a message you sent that has not been read.
     Cancel { id: String },
+    /// Un-send your broadcast: those who saw it keep it, nobody new gets it.
+    Retract { id: String },
+    /// Append-only channels of the project: list, post, read, show, export, import.
+    Channel {
+        #[command(subcommand)]
+        action: ChannelAction,
+    },
+    /// Import mail from m_AI_l, repo-mailbox or a protocol mailbox.md (idempotent).
+    Import {
+        #[arg(value_enum)]
+        format: ImportFormat,
+        /// The m_AI_l common directory, the repo-mailbox root, or the mailbox.md file.
+        path: std::path::PathBuf,
+        /// For mailbox-md: the channel to import into (default: the file's directory name).
+        #[arg(long, value_name = "NAME")]
+        channel: Option<String>,
+    },
     /// Archive the whole mailbox (every pending message).
     Archive,
     /// Messages you sent, with each recipient's state.
@@ -114,8 +131,14 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct SendArgs {
     /// A recipient: handle, handle@project or HUMAN (repeat for several).
-    #[arg(long, required = true, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", required_unless_present_any = ["broadcast", "channel"], conflicts_with_all = ["broadcast", "channel"])]
     pub to: Vec<String>,
+    /// Send to every member of the project (its channel `all`).
+    #[arg(long, conflicts_with = "channel")]
+    pub broadcast: bool,
+    /// Post to a channel of the project (an append-only run mailbox).
+    #[arg(long, value_name = "NAME")]
+    pub channel: Option<String>,
     #[command(flatten)]
     pub content: Content,
     #[arg(long, value_name = "K", default_value = "INFO")]
@@ -201,4 +224,46 @@ pub enum ProjectsAction {
         #[arg(long, value_enum)]
         policy: PolicyArg,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ChannelAction {
+    /// The project's channels, with what you have not seen.
+    List,
+    /// Append an entry (body from --message or stdin).
+    Post {
+        name: String,
+        #[command(flatten)]
+        content: Content,
+        #[arg(long, value_name = "K", default_value = "INFO")]
+        kind: String,
+        #[arg(long, value_name = "KEY")]
+        idempotency_key: Option<String>,
+    },
+    /// Entries you have not seen yet, oldest first; marks them seen.
+    Read {
+        name: String,
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+    },
+    /// Every entry, seen or not (changes nothing).
+    Show { name: String },
+    /// Print the channel in the mailbox protocol's mailbox.md format.
+    Export { name: String },
+    /// Append the entries of a mailbox.md file (entries already there are skipped).
+    Import {
+        name: String,
+        file: std::path::PathBuf,
+    },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormat {
+    /// An m_AI_l COMMON_PATH: projects_config.md, rosters, mailbox_*.md, outbox_*.md.
+    #[value(name = "m_ai_l", alias = "m-ai-l")]
+    MAiL,
+    /// A repo-mailbox root (~/.claude/coord): <repo>/inbox, <repo>/archive, _broadcast/.
+    RepoMailbox,
+    /// A mailbox protocol mailbox.md, into a channel.
+    MailboxMd,
 }

@@ -97,6 +97,15 @@ impl Ctx {
         }
     }
 
+    /// The project whose channels `me` posts to and reads: its own, or for the global HUMAN
+    /// the one named by --project (else .mailroom.toml's, else default).
+    pub fn channel_project(&mut self, me: &Address) -> Result<Name> {
+        match me.project() {
+            Some(p) if self.inputs.flag_project.is_none() => Ok(p.clone()),
+            _ => self.project(),
+        }
+    }
+
     /// The project a roster or project command is about.
     pub fn project(&mut self) -> Result<Name> {
         if self.inputs.flag_project.is_none() {

@@ -9,12 +9,27 @@ use mailroom_core::{Damaged, Error, Message, State, Stored};
 use serde_json::{Value, json};
 
 /// The JSON object of a message, with the state of this copy.
+/// Who a message went to, as one line: the recipients, or `#channel@project`.
+pub fn recipients(m: &Message) -> String {
+    match (&m.channel, m.to.is_empty()) {
+        (Some(c), true) => format!("#{c}"),
+        _ => {
+            m.to.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    }
+}
+
 pub fn message_json(m: &Message, state: Option<State>) -> Value {
     let to: Vec<String> = m.to.iter().map(ToString::to_string).collect();
     json!({
         "id": m.id.to_string(),
         "from": m.from.to_string(),
-        "to": to.join(", "),
+        "to": recipients(m),
+        "channel": m.channel.as_ref().map(|c| c.name.as_str()),
+        "broadcast": m.is_channel_entry() && m.channel.as_ref().is_some_and(|c| c.is_broadcast()),
         "recipients": to,
         "subject": m.subject,
         "body": m.body,

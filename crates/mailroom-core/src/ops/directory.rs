@@ -114,6 +114,16 @@ impl Mailroom<'_> {
         }
     }
 
+    /// What must exist for `project` to take a post: the project itself.
+    pub(crate) fn plan_project(&self, project: &Name) -> Result<Plan> {
+        let exists = self.store.project(project)?.is_some();
+        Ok(Plan {
+            address: Address::in_project(project.clone(), project.clone()),
+            create_project: !exists,
+            add_member: false,
+        })
+    }
+
     /// The sender must be allowed to write: an active member, or joinable in an open project.
     pub(crate) fn plan_sender(&self, me: &Address) -> Result<Plan> {
         match &me.scope {

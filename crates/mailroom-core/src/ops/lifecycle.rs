@@ -69,7 +69,14 @@ pub struct OutboxEntry {
 
 /// Most urgent first: priority, then oldest first.
 pub fn urgency_order(a: &Stored, b: &Stored) -> std::cmp::Ordering {
-    (a.message.priority, a.message.id).cmp(&(b.message.priority, b.message.id))
+    let key = |s: &Stored| {
+        (
+            s.message.kind != Kind::HoldRequest,
+            s.message.priority,
+            s.message.id,
+        )
+    };
+    key(a).cmp(&key(b))
 }
 
 impl Mailroom<'_> {
@@ -77,15 +84,36 @@ impl Mailroom<'_> {
     pub fn inbox(&self, me: &Address, limit: Option<usize>) -> Result<Inbox> {
         let Listing {
             mut messages,
-            damaged,
+            mut damaged,
         } = self.store.pending(me)?;
         messages.sort_by(urgency_order);
-        let shown = limit.unwrap_or(usize::MAX).min(messages.len());
-        let more = messages.len() - shown;
-        messages.truncate(shown);
+        let all = self.broadcast_channel(me)?;
+        let mut broadcasts = match &all {
+            Some(all) => {
+                let unseen = self.store.unseen(all, &me.handle)?;
+                damaged.extend(unseen.damaged);
+                unseen.messages
+            }
+            None => vec![],
+        };
+        let mut budget = limit.unwrap_or(usize::MAX);
+        let mut more = 0;
+        for list in [&mut messages, &mut broadcasts] {
+            let keep = budget.min(list.len());
+            more += list.len() - keep;
+            list.truncate(keep);
+            budget -= keep;
+        }
         self.mark_read(me, &mut messages)?;
         // A cancel that won the race against this read withdrew the message: not shown.
         messages.retain(|s| s.state != State::Cancelled);
+        if let Some(all) = &all {
+            let ids: Vec<MessageId> = broadcasts.iter().map(|s| s.message.id).collect();
+            let mut claimed = self.store.mark_seen(all, &me.handle, &ids)?.into_iter();
+            // Another reader as the same member showed the ones this call did not claim.
+            broadcasts.retain(|_| claimed.next().unwrap_or(false));
+        }
+        messages.append(&mut broadcasts);
         Ok(Inbox {
             messages,
             more,
@@ -93,11 +121,23 @@ impl Mailroom<'_> {
         })
     }
 
-    /// Pending directed mail without changing any state (what a hook peeks at).
+    /// Pending directed mail (most urgent first) then unseen broadcasts (oldest first),
+    /// without changing any state: what a hook peeks at.
     pub fn peek(&self, me: &Address) -> Result<Listing> {
         let mut listing = self.store.pending(me)?;
         listing.messages.sort_by(urgency_order);
+        if let Some(all) = self.broadcast_channel(me)? {
+            listing.extend(self.store.unseen(&all, &me.handle)?);
+        }
         Ok(listing)
+    }
+
+    /// The broadcast channel of `me`'s project (none for the global HUMAN).
+    fn broadcast_channel(&self, me: &Address) -> Result<Option<crate::message::ChannelRef>> {
+        match me.project() {
+            Some(p) => Ok(Some(self.channel_ref(p, crate::message::BROADCAST)?)),
+            None => Ok(None),
+        }
     }
 
     /// Moves the unread ones among `shown` to read and refreshes their content with what was
@@ -156,12 +196,29 @@ impl Mailroom<'_> {
         mut draft: Draft,
         keep_open: bool,
     ) -> Result<(Sent, bool)> {
-        let original = self.find_one(me, prefix, "inbox")?;
+        let original = match self.find_one(me, prefix, "inbox") {
+            Err(e @ Error::MessageNotFound { .. }) => {
+                // Not in the mailbox: perhaps a broadcast or a channel entry of the project.
+                let entry = match me.project() {
+                    Some(project) => {
+                        self.find_in_channels(project, &super::check_prefix(prefix)?)?
+                    }
+                    None => None,
+                };
+                entry.ok_or(e)?
+            }
+            other => other?,
+        };
         if draft.subject.is_none() {
             draft.subject = Some(reply_subject(&original.message.subject));
         }
         draft.to = vec![original.message.from.to_string()];
         let sent = self.send_in_thread(me, draft, Some(&original.message))?;
+        self.close_hold_request(me, &original.message)?;
+        if original.message.is_channel_entry() {
+            // A channel entry is not in the mailbox: nothing to close.
+            return Ok((sent, false));
+        }
         let closed = if keep_open {
             // Answered is at least read: its sender must no longer cancel or edit it in place.
             if original.state == State::Unread {
@@ -173,6 +230,25 @@ impl Mailroom<'_> {
             self.close(me, &original)?
         };
         Ok((sent, closed))
+    }
+
+    /// An answered hold request is no longer open in the operator's mailbox.
+    fn close_hold_request(&self, me: &Address, original: &Message) -> Result<()> {
+        let human = Address::human();
+        if original.kind != Kind::HoldRequest || *me == human {
+            return Ok(());
+        }
+        for from in [State::Unread, State::Read] {
+            if self
+                .store
+                .transition(&human, &[(original.id, from)], State::Done)?
+                .first()
+                == Some(&true)
+            {
+                break;
+            }
+        }
+        Ok(())
     }
 
     fn close(&self, me: &Address, stored: &Stored) -> Result<bool> {
@@ -204,7 +280,21 @@ impl Mailroom<'_> {
         }
         let targets: Vec<Stored> = prefixes
             .iter()
-            .map(|p| self.find_one(me, p, "inbox"))
+            .map(|p| match self.find_one(me, p, "inbox") {
+                Err(e @ Error::MessageNotFound { .. }) => {
+                    let entry = match me.project() {
+                        Some(project) => self.find_in_channels(project, &super::check_prefix(p)?)?,
+                        None => None,
+                    };
+                    Err(match entry.and_then(|s| s.message.channel.map(|c| (s.message.id, c))) {
+                        Some((id, channel)) => Error::Refused(format!(
+                            "{id} is an entry of channel {channel}: broadcasts and channel entries have no done step (each is shown once)"
+                        )),
+                        None => e,
+                    })
+                }
+                other => other,
+            })
             .collect::<Result<_>>()?;
         if let Some(c) = targets.iter().find(|s| s.state == State::Cancelled) {
             return Err(Error::WrongState {
@@ -242,7 +332,23 @@ impl Mailroom<'_> {
             .filter(|m| m.id.to_string().starts_with(&p))
             .collect();
         match mine.len() {
-            1 => return Ok(mine.remove(0)),
+            1 => {
+                let m = mine.remove(0);
+                if let Some(c) = &m.channel {
+                    return Err(Error::Refused(if c.is_broadcast() {
+                        format!(
+                            "message {} is a broadcast; broadcasts are never edited or cancelled: retract it with `mailroom retract {}` and broadcast again",
+                            m.id, m.id
+                        )
+                    } else {
+                        format!(
+                            "message {} is an entry of channel {c}, and channel entries are never edited or deleted; post a correction to the channel instead",
+                            m.id
+                        )
+                    }));
+                }
+                return Ok(m);
+            }
             n if n > 1 => {
                 return Err(Error::AmbiguousId {
                     prefix: p,
@@ -488,6 +594,22 @@ impl Mailroom<'_> {
                 sent: false,
             })
             .collect();
+        if let Some(project) = me.project() {
+            for name in self.store.channels(project)? {
+                let channel = crate::message::ChannelRef {
+                    project: project.clone(),
+                    name,
+                };
+                for stored in self.store.entries(&channel, false)?.messages {
+                    if matches(&stored.message) {
+                        hits.push(SearchHit {
+                            stored,
+                            sent: false,
+                        });
+                    }
+                }
+            }
+        }
         for message in self.store.outbox(me)? {
             if !matches(&message) || hits.iter().any(|h| h.stored.message.id == message.id) {
                 continue;

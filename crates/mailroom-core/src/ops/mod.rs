@@ -4,7 +4,9 @@
 //! Every operation validates all of its input before its first write, so bad input changes
 //! nothing.
 
+mod channels;
 mod directory;
+mod import;
 mod lifecycle;
 mod send;
 
@@ -15,7 +17,9 @@ use crate::error::{Error, Result};
 use crate::message::Stored;
 use crate::store::Store;
 
+pub use channels::{ChannelRead, ChannelSummary, ImportReport};
 pub use directory::{Candidate, MemberContext, Resolution};
+pub use import::Foreign;
 pub use lifecycle::{
     CancelReport, EditOutcome, EditPatch, EditReport, Inbox, OutboxEntry, Read, Search, SearchHit,
     urgency_order,

@@ -104,6 +104,7 @@ impl Mailroom<'_> {
         for plan in &plans {
             self.store.deliver(&plan.address, &message)?;
         }
+        self.forward_hold_request(me, &message, &mut notices)?;
         if let Err(e) = self.store.record_sent(&message) {
             notices.push(format!(
                 "the outbox trace could not be written ({e}); the message was delivered"
@@ -183,7 +184,7 @@ pub(crate) fn check_content(subject: Option<&str>, body: &str) -> Result<(String
     Ok((subject, body.to_owned()))
 }
 
-fn check_key(key: &str) -> Result<()> {
+pub(crate) fn check_key(key: &str) -> Result<()> {
     if key.is_empty() || key.len() > MAX_KEY_BYTES || key.chars().any(char::is_control) {
         return Err(Error::Invalid(format!(
             "the idempotency key must be 1 to {MAX_KEY_BYTES} bytes without control characters"

@@ -1,8 +1,10 @@
 //! One module per subcommand; `run` dispatches and nothing else.
 
+mod channel;
 mod demo;
 mod directory;
 mod doctor;
+mod import;
 mod lifecycle;
 mod send;
 mod whoami;
@@ -32,6 +34,13 @@ pub fn run(cli: Cli, env: &Env) -> Result<()> {
         Command::Archive => lifecycle::archive(&mut ctx),
         Command::Edit(args) => lifecycle::edit(&mut ctx, args),
         Command::Cancel { id } => lifecycle::cancel(&mut ctx, &id),
+        Command::Retract { id } => channel::retract(&mut ctx, &id),
+        Command::Channel { action } => channel::channel(&mut ctx, action),
+        Command::Import {
+            format,
+            path,
+            channel,
+        } => import::import(&mut ctx, format, &path, channel),
         Command::Outbox { limit } => lifecycle::outbox(&mut ctx, limit),
         Command::Recover { restore, limit } => {
             lifecycle::recover(&mut ctx, restore.as_deref(), limit)

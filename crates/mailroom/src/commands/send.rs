@@ -13,17 +13,23 @@ pub fn send(ctx: &mut Ctx, args: SendArgs) -> Result<()> {
     let priority = super::priority(&args.content.priority)?;
     let me = ctx.me()?;
     let body = output::body(args.content.message)?;
-    let sent = ctx.mailroom().send(
-        &me,
-        Draft {
-            to: args.to,
-            subject: args.content.subject,
-            body,
-            kind,
-            priority,
-            idempotency_key: args.idempotency_key,
-        },
-    )?;
+    let draft = Draft {
+        to: args.to,
+        subject: args.content.subject,
+        body,
+        kind,
+        priority,
+        idempotency_key: args.idempotency_key,
+    };
+    let sent = if args.broadcast {
+        let project = ctx.channel_project(&me)?;
+        ctx.mailroom().broadcast(&me, &project, draft)?
+    } else if let Some(channel) = args.channel {
+        let project = ctx.channel_project(&me)?;
+        ctx.mailroom().post(&me, &project, &channel, draft)?
+    } else {
+        ctx.mailroom().send(&me, draft)?
+    };
     print_sent(ctx, &sent, "sent", None)
 }
 
@@ -60,7 +66,7 @@ pub fn handover(
     print_sent(ctx, &sent, "handover saved for your next session:", None)
 }
 
-fn print_sent(ctx: &Ctx, sent: &Sent, verb: &str, closed: Option<bool>) -> Result<()> {
+pub(crate) fn print_sent(ctx: &Ctx, sent: &Sent, verb: &str, closed: Option<bool>) -> Result<()> {
     output::notices(&sent.notices);
     if ctx.json {
         let mut v = json!({
@@ -76,8 +82,11 @@ fn print_sent(ctx: &Ctx, sent: &Sent, verb: &str, closed: Option<bool>) -> Resul
         output::print_json(&v);
         return Ok(());
     }
-    let to: Vec<String> = sent.message.to.iter().map(ToString::to_string).collect();
-    let mut line = format!("{verb} {} to {}", sent.message.id, to.join(", "));
+    let mut line = format!(
+        "{verb} {} to {}",
+        sent.message.id,
+        output::recipients(&sent.message)
+    );
     if sent.duplicate {
         line.push_str(" (already sent with this key; nothing new delivered)");
     }

@@ -1,0 +1,460 @@
+//! Channels: append-only streams in a project, each reader with its own seen set. `all` is
+//! the broadcast channel (shown in every member's inbox, retractable by its sender); any other
+//! name is a run mailbox in the mailbox protocol's sense.
+
+use jiff::Timestamp;
+
+use crate::address::Address;
+use crate::error::{Error, Result};
+use crate::interchange::{Problem, mailbox_md, stable_hash};
+use crate::message::{BROADCAST, ChannelRef, Kind, Listing, Message, MessageId, State, Stored};
+use crate::name::Name;
+use crate::ops::Mailroom;
+use crate::ops::send::{Draft, Sent, check_content, check_key};
+use crate::store::KeyClaim;
+
+/// A channel and how much of it a reader has not seen.
+#[derive(Clone, Debug)]
+pub struct ChannelSummary {
+    pub channel: ChannelRef,
+    pub entries: usize,
+    pub unseen: usize,
+}
+
+/// What `channel read` shows: entries this call marked seen, oldest first.
+#[derive(Clone, Debug)]
+pub struct ChannelRead {
+    pub channel: ChannelRef,
+    pub messages: Vec<Stored>,
+    /// Unseen entries left for the next read by the limit.
+    pub more: usize,
+    pub damaged: Vec<crate::message::Damaged>,
+}
+
+/// What an import did.
+#[derive(Clone, Debug, Default)]
+pub struct ImportReport {
+    pub imported: usize,
+    /// Entries already in the channel (a re-import), left alone.
+    pub duplicates: usize,
+    pub problems: Vec<Problem>,
+}
+
+/// The reader name a mailbox uses in seen sets.
+fn reader(me: &Address) -> &Name {
+    &me.handle
+}
+
+impl Mailroom<'_> {
+    /// The channel `name` of `project`, validated.
+    pub fn channel_ref(&self, project: &Name, name: &str) -> Result<ChannelRef> {
+        let name = Name::parse(name).map_err(|source| Error::InvalidName {
+            what: "channel",
+            input: name.to_owned(),
+            source,
+        })?;
+        Ok(ChannelRef {
+            project: project.clone(),
+            name,
+        })
+    }
+
+    /// Posts to a channel of `project`; `all` is a broadcast. A HOLD_REQUEST also reaches HUMAN.
+    pub fn post(&self, me: &Address, project: &Name, channel: &str, draft: Draft) -> Result<Sent> {
+        let channel = self.channel_ref(project, channel)?;
+        let (subject, body) = check_content(draft.subject.as_deref(), &draft.body)?;
+        if let Some(key) = &draft.idempotency_key {
+            check_key(key)?;
+        }
+        let sender_plan = self.plan_sender(me)?;
+        let in_project = match me.project() {
+            Some(p) if p == project => None,
+            _ => Some(self.plan_project(project)?),
+        };
+        let now = self.now();
+        let id = MessageId::generate();
+        let message = Message {
+            id,
+            from: me.clone(),
+            to: vec![],
+            subject,
+            body,
+            kind: draft.kind,
+            priority: draft.priority,
+            date: now,
+            reply_to: None,
+            thread: id,
+            revision: 1,
+            edited: None,
+            channel: Some(channel.clone()),
+        };
+        let mut notices = Vec::new();
+        self.apply_plan(&sender_plan, now, &mut notices)?;
+        if let Some(plan) = &in_project {
+            self.apply_plan(plan, now, &mut notices)?;
+        }
+        if let Some(key) = &draft.idempotency_key {
+            if let KeyClaim::Existing(first) = self.store.claim_key(me, key, id)? {
+                let original = self.store.outbox(me)?.into_iter().find(|m| m.id == first);
+                let message = original.unwrap_or_else(|| Message {
+                    id: first,
+                    thread: first,
+                    ..message.clone()
+                });
+                if self.store.append(&channel, &message)? {
+                    self.store.mark_seen(&channel, reader(me), &[first])?;
+                }
+                notices.push(format!(
+                    "this idempotency key was used before; message {first} stands and nothing new was posted"
+                ));
+                return Ok(Sent {
+                    message,
+                    notices,
+                    duplicate: true,
+                });
+            }
+        }
+        self.store.append(&channel, &message)?;
+        // Its sender has seen it: a broadcast is never delivered back to the one who sent it.
+        self.store.mark_seen(&channel, reader(me), &[id])?;
+        if let Err(e) = self.store.record_sent(&message) {
+            notices.push(format!(
+                "the outbox trace could not be written ({e}); the message was posted"
+            ));
+        }
+        self.forward_hold_request(me, &message, &mut notices)?;
+        Ok(Sent {
+            message,
+            notices,
+            duplicate: false,
+        })
+    }
+
+    /// Posts to the project's broadcast channel.
+    pub fn broadcast(&self, me: &Address, project: &Name, draft: Draft) -> Result<Sent> {
+        self.post(me, project, BROADCAST, draft)
+    }
+
+    /// A HOLD_REQUEST waits for a human: the operator's mailbox gets it too.
+    pub(crate) fn forward_hold_request(
+        &self,
+        me: &Address,
+        message: &Message,
+        notices: &mut Vec<String>,
+    ) -> Result<()> {
+        let human = Address::human();
+        if message.kind != Kind::HoldRequest || *me == human || message.to.contains(&human) {
+            return Ok(());
+        }
+        if message.to.is_empty() {
+            // A channel entry: HUMAN's copy is directed mail to HUMAN, with a done step.
+            let copy = Message {
+                to: vec![human.clone()],
+                ..message.clone()
+            };
+            self.store.deliver(&human, &copy)?;
+        } else {
+            self.store.deliver(&human, message)?;
+        }
+        notices.push("the hold request is also in the HUMAN mailbox".into());
+        Ok(())
+    }
+
+    /// Unseen entries of a channel for `me`, oldest first; marks what it shows seen. Of two
+    /// concurrent readers as the same member, each entry is shown by exactly one.
+    pub fn channel_read(
+        &self,
+        me: &Address,
+        project: &Name,
+        channel: &str,
+        limit: Option<usize>,
+    ) -> Result<ChannelRead> {
+        let channel = self.channel_ref(project, channel)?;
+        let Listing {
+            mut messages,
+            damaged,
+        } = self.store.unseen(&channel, reader(me))?;
+        let shown = limit.unwrap_or(usize::MAX).min(messages.len());
+        let more = messages.len() - shown;
+        messages.truncate(shown);
+        let ids: Vec<MessageId> = messages.iter().map(|s| s.message.id).collect();
+        let claimed = self.store.mark_seen(&channel, reader(me), &ids)?;
+        let mut claimed = claimed.into_iter();
+        messages.retain(|_| claimed.next().unwrap_or(false));
+        Ok(ChannelRead {
+            channel,
+            messages,
+            more,
+            damaged,
+        })
+    }
+
+    /// Every entry of a channel, oldest first, as `me` sees it: `read` when seen, `unread`
+    /// when not; a retracted entry only for its sender and those who had seen it.
+    pub fn channel_show(
+        &self,
+        me: &Address,
+        project: &Name,
+        channel: &str,
+    ) -> Result<(ChannelRef, Listing)> {
+        let channel = self.channel_ref(project, channel)?;
+        let mut listing = self.store.entries(&channel, true)?;
+        let seen: std::collections::HashSet<MessageId> =
+            self.store.seen(&channel, reader(me))?.into_iter().collect();
+        listing.messages.retain_mut(|s| {
+            let was_seen = seen.contains(&s.message.id);
+            if s.state == State::Retracted {
+                return was_seen || s.message.from == *me;
+            }
+            s.state = if was_seen { State::Read } else { State::Unread };
+            true
+        });
+        Ok((channel, listing))
+    }
+
+    /// The channels of a project with their sizes and what `me` has not seen.
+    pub fn channel_list(&self, me: &Address, project: &Name) -> Result<Vec<ChannelSummary>> {
+        let mut out = Vec::new();
+        for name in self.store.channels(project)? {
+            let channel = ChannelRef {
+                project: project.clone(),
+                name,
+            };
+            let entries = self.store.entries(&channel, false)?.messages.len();
+            let unseen = self.store.unseen(&channel, reader(me))?.messages.len();
+            out.push(ChannelSummary {
+                channel,
+                entries,
+                unseen,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Un-sends one's own broadcast: those who saw it keep it, nobody new gets it.
+    pub fn retract(&self, me: &Address, project: &Name, prefix: &str) -> Result<Message> {
+        let p = super::check_prefix(prefix)?;
+        let all = self.channel_ref(project, BROADCAST)?;
+        let entries = self.store.entries(&all, true)?;
+        let matching: Vec<&Stored> = entries
+            .messages
+            .iter()
+            .filter(|s| s.message.id.to_string().starts_with(&p))
+            .collect();
+        let target = match matching.as_slice() {
+            [one] => *one,
+            [] => {
+                if let Some(mine) = self
+                    .store
+                    .outbox(me)?
+                    .into_iter()
+                    .find(|m| m.id.to_string().starts_with(&p))
+                {
+                    return Err(Error::Refused(match &mine.channel {
+                        Some(c) => format!(
+                            "message {} was posted to channel {c}, whose entries are never retracted or deleted; post a correction instead",
+                            mine.id
+                        ),
+                        None => format!(
+                            "message {} is directed mail, not a broadcast; withdraw it with `mailroom cancel {}` while it is unread",
+                            mine.id, mine.id
+                        ),
+                    }));
+                }
+                return Err(Error::MessageNotFound {
+                    prefix: p,
+                    mailbox: me.clone(),
+                    hint: "channel show all",
+                });
+            }
+            many => {
+                return Err(Error::AmbiguousId {
+                    prefix: p,
+                    candidates: many.iter().map(|s| s.message.id.to_string()).collect(),
+                });
+            }
+        };
+        if target.message.from != *me {
+            return Err(Error::NotSender {
+                id: target.message.id,
+                sender: target.message.from.clone(),
+                action: "retract",
+            });
+        }
+        if target.state == State::Retracted || !self.store.retract(&all, target.message.id)? {
+            return Err(Error::Refused(format!(
+                "broadcast {} is already retracted",
+                target.message.id
+            )));
+        }
+        Ok(target.message.clone())
+    }
+
+    /// The channel in the mailbox protocol's `mailbox.md` format (retracted entries left out).
+    pub fn export_channel(&self, project: &Name, channel: &str) -> Result<String> {
+        let channel = self.channel_ref(project, channel)?;
+        let listing = self.store.entries(&channel, false)?;
+        let entries: Vec<mailbox_md::Entry> = listing
+            .messages
+            .iter()
+            .map(|s| mailbox_md::Entry {
+                timestamp: s.message.date,
+                from: match s.message.from.project() {
+                    Some(p) if *p == channel.project => s.message.from.handle.to_string(),
+                    _ => s.message.from.to_string(),
+                },
+                kind: s.message.kind,
+                subject: s.message.subject.clone(),
+                body: s.message.body.clone(),
+                line: 0,
+            })
+            .collect();
+        Ok(mailbox_md::render(&entries))
+    }
+
+    /// Imports a `mailbox.md` into a channel. Entries already there (same minute, sender,
+    /// type, subject and body) are skipped, so importing twice, or importing an export back,
+    /// duplicates nothing. Unreadable entries are reported by line, never dropped silently.
+    pub fn import_channel(
+        &self,
+        project: &Name,
+        channel: &str,
+        text: &str,
+        fallback_time: Timestamp,
+    ) -> Result<ImportReport> {
+        let channel = self.channel_ref(project, channel)?;
+        let parsed = mailbox_md::parse(text, fallback_time);
+        let mut report = ImportReport {
+            problems: parsed.problems,
+            ..ImportReport::default()
+        };
+        self.ensure_open_project(project)?;
+        let mut known: std::collections::HashSet<u128> = self
+            .store
+            .entries(&channel, true)?
+            .messages
+            .iter()
+            .map(|s| content_key(&s.message))
+            .collect();
+        for entry in parsed.entries {
+            let from = match self.import_sender(&entry.from, project) {
+                Ok(a) => a,
+                Err(problem) => {
+                    report.problems.push(Problem {
+                        line: entry.line,
+                        message: problem,
+                    });
+                    continue;
+                }
+            };
+            let mut message = Message {
+                id: MessageId::generate(),
+                from,
+                to: vec![],
+                subject: entry.subject,
+                body: entry.body,
+                kind: entry.kind,
+                priority: crate::message::Priority::Medium,
+                date: entry.timestamp,
+                reply_to: None,
+                thread: MessageId::generate(),
+                revision: 1,
+                edited: None,
+                channel: Some(channel.clone()),
+            };
+            let key = content_key(&message);
+            if !known.insert(key) {
+                report.duplicates += 1;
+                continue;
+            }
+            message.id = MessageId::derived(entry.timestamp, key);
+            message.thread = message.id;
+            if self.store.append(&channel, &message)? {
+                report.imported += 1;
+            } else {
+                report.duplicates += 1;
+            }
+        }
+        Ok(report)
+    }
+
+    /// The address an imported sender name stands for: `name` or `name@project` as written,
+    /// else the name with what the naming rule refuses replaced by `-`.
+    pub(crate) fn import_sender(
+        &self,
+        written: &str,
+        project: &Name,
+    ) -> std::result::Result<Address, String> {
+        if written.trim() == crate::address::HUMAN {
+            return Ok(Address::human());
+        }
+        if let Ok(spec) = crate::address::AddressSpec::parse(written.trim()) {
+            return Ok(Address::in_project(
+                spec.handle,
+                spec.project.unwrap_or_else(|| project.clone()),
+            ));
+        }
+        let mut cleaned: String = written
+            .trim()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        cleaned = cleaned
+            .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+            .chars()
+            .take(64)
+            .collect();
+        Name::parse(&cleaned)
+            .map(|h| Address::in_project(h, project.clone()))
+            .map_err(|e| format!("the sender '{written}' cannot be made a handle ({e}); skipped"))
+    }
+
+    /// Creates `project` (policy open) unless it exists.
+    pub(crate) fn ensure_open_project(&self, project: &Name) -> Result<()> {
+        self.store.ensure_project(&crate::store::Project {
+            name: project.clone(),
+            policy: crate::store::Policy::Open,
+            created: self.now(),
+        })?;
+        Ok(())
+    }
+
+    /// An entry of any channel of `project` whose id starts with `prefix`.
+    pub(crate) fn find_in_channels(&self, project: &Name, prefix: &str) -> Result<Option<Stored>> {
+        for name in self.store.channels(project)? {
+            let channel = ChannelRef {
+                project: project.clone(),
+                name,
+            };
+            if let Some(s) = self
+                .store
+                .entries(&channel, false)?
+                .messages
+                .into_iter()
+                .find(|s| s.message.id.to_string().starts_with(prefix))
+            {
+                return Ok(Some(s));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// What makes two channel entries the same for imports: the protocol's own fields, at the
+/// protocol's minute precision.
+fn content_key(m: &Message) -> u128 {
+    let minute = m.date.as_second().div_euclid(60).to_string();
+    stable_hash(&[
+        &minute,
+        m.from.handle.as_str(),
+        m.kind.as_str(),
+        m.subject.trim(),
+        m.body.trim(),
+    ])
+}

@@ -1,0 +1,171 @@
+//! `channel …` and `retract`: append-only streams and un-sending a broadcast.
+
+use anyhow::{Context as _, Result};
+use mailroom_core::Error;
+use mailroom_core::ops::Draft;
+use mailroom_core::render::{self, Frame};
+use serde_json::json;
+
+use crate::cli::ChannelAction;
+use crate::context::Ctx;
+use crate::output::{self, damaged_json, message_json, stored_json, table};
+
+pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
+    let me = ctx.me()?;
+    let project = ctx.channel_project(&me)?;
+    let mr = ctx.mailroom();
+    match action {
+        ChannelAction::List => {
+            let list = mr.channel_list(&me, &project)?;
+            if ctx.json {
+                output::print_json(&json!({
+                    "project": project.as_str(),
+                    "channels": list.iter().map(|c| json!({"name": c.channel.name.as_str(), "entries": c.entries, "unseen": c.unseen})).collect::<Vec<_>>(),
+                }));
+            } else if list.is_empty() {
+                println!(
+                    "Project '{project}' has no channels yet; `mailroom channel post NAME` starts one."
+                );
+            } else {
+                let mut rows = vec![vec!["CHANNEL".into(), "ENTRIES".into(), "UNSEEN".into()]];
+                for c in &list {
+                    rows.push(vec![
+                        c.channel.name.to_string(),
+                        c.entries.to_string(),
+                        c.unseen.to_string(),
+                    ]);
+                }
+                print!("{}", table(&rows));
+            }
+        }
+        ChannelAction::Post {
+            name,
+            content,
+            kind,
+            idempotency_key,
+        } => {
+            let kind = super::kind(&kind)?;
+            let priority = super::priority(&content.priority)?;
+            let body = output::body(content.message)?;
+            let sent = mr.post(
+                &me,
+                &project,
+                &name,
+                Draft {
+                    to: vec![],
+                    subject: content.subject,
+                    body,
+                    kind,
+                    priority,
+                    idempotency_key,
+                },
+            )?;
+            return super::send::print_sent(ctx, &sent, "posted", None);
+        }
+        ChannelAction::Read { name, limit } => {
+            let read = mr.channel_read(&me, &project, &name, limit)?;
+            if ctx.json {
+                output::print_json(&json!({
+                    "channel": read.channel.name.as_str(),
+                    "messages": read.messages.iter().map(stored_json).collect::<Vec<_>>(),
+                    "more": read.more,
+                    "damaged": damaged_json(&read.damaged),
+                    "notice": render::UNTRUSTED_NOTICE,
+                }));
+            } else if read.messages.is_empty() && read.damaged.is_empty() {
+                println!("Nothing new in #{} for {me}.", read.channel);
+            } else {
+                let frame = Frame {
+                    recipient: &me,
+                    noun: &format!("new entry in #{}", read.channel),
+                    more: read.more,
+                    more_command: &format!("mailroom channel read {name}"),
+                    hints: false,
+                };
+                print!(
+                    "{}",
+                    render::injection(&frame, &read.messages, &read.damaged)
+                );
+            }
+        }
+        ChannelAction::Show { name } => {
+            let (channel, listing) = mr.channel_show(&me, &project, &name)?;
+            if ctx.json {
+                output::print_json(&json!({
+                    "channel": channel.name.as_str(),
+                    "messages": listing.messages.iter().map(stored_json).collect::<Vec<_>>(),
+                    "damaged": damaged_json(&listing.damaged),
+                    "notice": render::UNTRUSTED_NOTICE,
+                }));
+            } else if listing.messages.is_empty() && listing.damaged.is_empty() {
+                println!("#{channel} has no entries.");
+            } else {
+                let frame = Frame {
+                    recipient: &me,
+                    noun: &format!("entry in #{channel}"),
+                    more: 0,
+                    more_command: "",
+                    hints: false,
+                };
+                print!(
+                    "{}",
+                    render::injection(&frame, &listing.messages, &listing.damaged)
+                );
+            }
+        }
+        ChannelAction::Export { name } => {
+            let text = mr.export_channel(&project, &name)?;
+            if ctx.json {
+                output::print_json(&json!({"channel": name, "mailbox_md": text}));
+            } else {
+                print!("{text}");
+            }
+        }
+        ChannelAction::Import { name, file } => {
+            let text = read_text(&file)?;
+            let fallback = file_time(&file);
+            let report = mr.import_channel(&project, &name, &text, fallback)?;
+            super::import::print_report(ctx, &file.display().to_string(), &[report])?;
+        }
+    }
+    Ok(())
+}
+
+pub fn retract(ctx: &mut Ctx, id: &str) -> Result<()> {
+    let me = ctx.me()?;
+    let project = ctx.channel_project(&me)?;
+    let message = ctx.mailroom().retract(&me, &project, id)?;
+    if ctx.json {
+        output::print_json(
+            &json!({"message": message_json(&message, Some(mailroom_core::State::Retracted))}),
+        );
+    } else {
+        println!(
+            "retracted {}: members who saw it keep it; nobody else will get it",
+            message.id
+        );
+    }
+    Ok(())
+}
+
+/// A file's text, or the sentence that says why it cannot be read.
+pub fn read_text(path: &std::path::Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        Error::Invalid(format!(
+            "{} is not UTF-8 text (byte {} is not); convert it first",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        ))
+        .into()
+    })
+}
+
+/// When a file was last changed: the stand-in for timestamps that cannot be read.
+pub fn file_time(path: &std::path::Path) -> jiff::Timestamp {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| jiff::Timestamp::try_from(t).ok())
+        .unwrap_or_else(jiff::Timestamp::now)
+}
