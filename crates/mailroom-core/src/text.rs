@@ -15,6 +15,15 @@ pub const DEFAULT_SUBJECT_CHARS: usize = 72;
 /// Collapses every run of CR, LF, tabs and other control characters into one space and trims
 /// the ends.
 pub fn clean_line(s: &str) -> String {
+    let clean = !s.starts_with(' ')
+        && !s.ends_with(' ')
+        && !s.contains("  ")
+        && !s
+            .chars()
+            .any(|c| c.is_control() || (c.is_whitespace() && c != ' '));
+    if clean {
+        return s.to_owned();
+    }
     let mut out = String::with_capacity(s.len());
     let mut gap = false;
     for c in s.chars() {

@@ -222,6 +222,22 @@ impl Dir {
         }
     }
 
+    /// Names and inode numbers of the entries, unsorted, without `.` and `..`.
+    pub fn list_with_ino(&self) -> Result<Vec<(String, u64)>, FsError> {
+        let dup = rfs::openat(&self.fd, ".", dir_flags(), Mode::empty())
+            .map_err(|e| FsError::io("open directory", &self.path, io_err(e)))?;
+        let dir = rfs::Dir::new(dup).map_err(|e| FsError::io("list", &self.path, io_err(e)))?;
+        let mut names = Vec::new();
+        for entry in dir {
+            let entry = entry.map_err(|e| FsError::io("list", &self.path, io_err(e)))?;
+            let name = entry.file_name().to_string_lossy();
+            if name != "." && name != ".." {
+                names.push((name.into_owned(), entry.ino()));
+            }
+        }
+        Ok(names)
+    }
+
     /// Names of the entries, unsorted, without `.` and `..`.
     pub fn list(&self) -> Result<Vec<String>, FsError> {
         let dup = rfs::openat(&self.fd, ".", dir_flags(), Mode::empty())

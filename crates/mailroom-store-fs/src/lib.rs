@@ -6,6 +6,7 @@
 //! state directory at any instant; reading a mailbox's pending mail never lists its archive.
 //! The layout is documented in docs/FORMAT.md.
 
+mod cache;
 mod codec;
 mod dir;
 mod doctor;
@@ -321,6 +322,64 @@ impl FsStore {
         Ok(out)
     }
 
+    /// The pending copies, their content from the mailbox's cache where the file is the one
+    /// cached (same name, same inode); the cache is rewritten when it missed or went stale.
+    fn pending_cached(&self, mailbox: &Address) -> Result<Listing, FsError> {
+        let mut out = Listing::default();
+        let Some(bx) = self.box_dir(mailbox, false)? else {
+            return Ok(out);
+        };
+        let mut old = match bx.read(cache::CACHE_FILE) {
+            Ok(Some(bytes)) => cache::Cache::parse(&bytes),
+            _ => cache::Cache::default(),
+        };
+        let cached_before = old.len();
+        // (file name, inode, index in `out.messages`) of every cacheable copy listed.
+        let mut keys: Vec<(String, u64, usize)> = Vec::new();
+        let mut missed = false;
+        for state in PENDING {
+            let Some(dir) = bx.open(state_dir_name(state))? else {
+                continue;
+            };
+            for (name, ino) in dir.list_with_ino()? {
+                if !is_message_name(&name) {
+                    continue;
+                }
+                if let Some(hit) = old.take(&name, ino) {
+                    keys.push((name, ino, out.messages.len()));
+                    out.messages.push(Stored {
+                        message: hit.message,
+                        state,
+                        warnings: hit.warnings,
+                    });
+                    continue;
+                }
+                missed = true;
+                let before = out.messages.len();
+                self.read_one(mailbox, &dir, &name, Some(state), &mut out)?;
+                // Only well-named, readable files are cached; the rest are read every time.
+                if out.messages.len() > before && id_of(&name).is_some() {
+                    keys.push((name, ino, before));
+                }
+            }
+        }
+        if missed || keys.len() != cached_before {
+            let entries: Vec<(&str, u64, &Stored)> = keys
+                .iter()
+                .map(|(n, i, at)| (n.as_str(), *i, &out.messages[*at]))
+                .collect();
+            // Best effort: a cache that cannot be written only costs speed.
+            if let Ok(tmp) = bx.open_or_create(TMP) {
+                if let Ok(t) = tmp.write_temp(&cache::encode(&entries), Durability::Lazy) {
+                    if tmp.rename(&t, &bx, cache::CACHE_FILE).is_err() {
+                        let _ = tmp.remove(&t);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Writes `text` under `tmp` and links it in as `name` in `dir` unless it exists, durably.
     fn create_exclusive(tmp: &Dir, dir: &Dir, name: &str, text: &str) -> Result<bool, FsError> {
         let t = tmp.write_temp(text.as_bytes(), Durability::Durable)?;
@@ -560,7 +619,7 @@ impl Store for FsStore {
     }
 
     fn pending(&self, mailbox: &Address) -> Result<Listing> {
-        let mut listing = self.read_states(mailbox, &PENDING)?;
+        let mut listing = self.pending_cached(mailbox)?;
         listing.messages.sort_by_key(|s| s.message.id);
         Ok(listing)
     }

@@ -22,35 +22,66 @@ pub fn recipients(m: &Message) -> String {
     }
 }
 
+/// A message as JSON (docs/CLI.md). Fields are in alphabetical order, as `serde_json::Value`
+/// objects print them, so typed and untyped output read the same.
+#[derive(serde::Serialize)]
+pub struct MessageOut<'a> {
+    body: &'a str,
+    broadcast: bool,
+    channel: Option<&'a str>,
+    date: String,
+    edited: Option<String>,
+    from: String,
+    id: String,
+    kind: &'static str,
+    priority: &'static str,
+    recipients: Vec<String>,
+    reply_to: Option<String>,
+    revision: u32,
+    state: Option<&'static str>,
+    subject: &'a str,
+    thread: String,
+    timestamp: String,
+    to: String,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
+}
+
+impl<'a> MessageOut<'a> {
+    pub fn new(m: &'a Message, state: Option<State>, warnings: &'a [String]) -> MessageOut<'a> {
+        MessageOut {
+            body: &m.body,
+            broadcast: m.is_channel_entry() && m.channel.as_ref().is_some_and(|c| c.is_broadcast()),
+            channel: m.channel.as_ref().map(|c| c.name.as_str()),
+            date: m.date.to_string(),
+            edited: m.edited.map(|e| e.to_string()),
+            from: m.from.to_string(),
+            id: m.id.to_string(),
+            kind: m.kind.as_str(),
+            priority: m.priority.as_str(),
+            recipients: m.to.iter().map(ToString::to_string).collect(),
+            reply_to: m.reply_to.map(|r| r.to_string()),
+            revision: m.revision,
+            state: state.map(State::as_str),
+            subject: &m.subject,
+            thread: m.thread.to_string(),
+            timestamp: m.date.strftime("%Y%m%d-%H%M").to_string(),
+            to: recipients(m),
+            warnings,
+        }
+    }
+
+    pub fn stored(s: &'a Stored) -> MessageOut<'a> {
+        MessageOut::new(&s.message, Some(s.state), &s.warnings)
+    }
+}
+
 pub fn message_json(m: &Message, state: Option<State>) -> Value {
-    let to: Vec<String> = m.to.iter().map(ToString::to_string).collect();
-    json!({
-        "id": m.id.to_string(),
-        "from": m.from.to_string(),
-        "to": recipients(m),
-        "channel": m.channel.as_ref().map(|c| c.name.as_str()),
-        "broadcast": m.is_channel_entry() && m.channel.as_ref().is_some_and(|c| c.is_broadcast()),
-        "recipients": to,
-        "subject": m.subject,
-        "body": m.body,
-        "kind": m.kind.as_str(),
-        "priority": m.priority.as_str(),
-        "date": m.date.to_string(),
-        "timestamp": m.date.strftime("%Y%m%d-%H%M").to_string(),
-        "reply_to": m.reply_to.map(|r| r.to_string()),
-        "thread": m.thread.to_string(),
-        "revision": m.revision,
-        "edited": m.edited.map(|e| e.to_string()),
-        "state": state.map(State::as_str),
-    })
+    serde_json::to_value(MessageOut::new(m, state, &[])).unwrap_or(Value::Null)
 }
 
 pub fn stored_json(s: &Stored) -> Value {
-    let mut v = message_json(&s.message, Some(s.state));
-    if !s.warnings.is_empty() {
-        v["warnings"] = json!(s.warnings);
-    }
-    v
+    serde_json::to_value(MessageOut::stored(s)).unwrap_or(Value::Null)
 }
 
 pub fn damaged_json(d: &[Damaged]) -> Value {
@@ -61,12 +92,14 @@ pub fn damaged_json(d: &[Damaged]) -> Value {
     )
 }
 
-/// Prints JSON on stdout.
-pub fn print_json(v: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
-    );
+/// Prints JSON on stdout, pretty, in one buffered write.
+pub fn print_json<T: serde::Serialize + ?Sized>(v: &T) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    // A closed stdout (a pager quit early) is not an error worth reporting.
+    let _ = serde_json::to_writer_pretty(&mut out, v);
+    let _ = writeln!(out);
+    let _ = out.flush();
 }
 
 /// The body: `--message`, else stdin (refused on a terminal, limited, UTF-8 checked).

@@ -8,19 +8,29 @@ use serde_json::json;
 
 use crate::cli::EditArgs;
 use crate::context::Ctx;
-use crate::output::{self, damaged_json, message_json, short, stored_json, table, when};
+use crate::output::{
+    self, MessageOut, damaged_json, message_json, short, stored_json, table, when,
+};
 
 pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
     let me = ctx.me()?;
     let inbox = ctx.mailroom().inbox(&me, limit)?;
     if ctx.json {
-        output::print_json(&json!({
-            "mailbox": me.to_string(),
-            "messages": inbox.messages.iter().map(stored_json).collect::<Vec<_>>(),
-            "more": inbox.more,
-            "damaged": damaged_json(&inbox.damaged),
-            "notice": render::UNTRUSTED_NOTICE,
-        }));
+        #[derive(serde::Serialize)]
+        struct InboxOut<'a> {
+            damaged: serde_json::Value,
+            mailbox: String,
+            messages: Vec<MessageOut<'a>>,
+            more: usize,
+            notice: &'static str,
+        }
+        output::print_json(&InboxOut {
+            damaged: damaged_json(&inbox.damaged),
+            mailbox: me.to_string(),
+            messages: inbox.messages.iter().map(MessageOut::stored).collect(),
+            more: inbox.more,
+            notice: render::UNTRUSTED_NOTICE,
+        });
         return Ok(());
     }
     if inbox.messages.is_empty() && inbox.damaged.is_empty() {
