@@ -123,52 +123,53 @@ fn decode(r: &Record<'_>) -> Option<Cached> {
     })
 }
 
+/// The strings a record borrows, rendered once per message.
+struct Rendered {
+    id: String,
+    to: Vec<String>,
+    from: String,
+    reply_to: Option<String>,
+    thread: String,
+    channel: Option<String>,
+}
+
 /// Serialises the entries `(file name, inode, content)` as a cache file.
 pub fn encode(entries: &[(&str, u64, &mailroom_core::Stored)]) -> Vec<u8> {
-    let strings: Vec<(
-        String,
-        Vec<String>,
-        String,
-        Option<String>,
-        String,
-        Option<String>,
-    )> = entries
+    let rendered: Vec<Rendered> = entries
         .iter()
         .map(|(_, _, c)| {
             let m = &c.message;
-            (
-                m.id.to_string(),
-                m.to.iter().map(ToString::to_string).collect(),
-                m.from.to_string(),
-                m.reply_to.map(|r| r.to_string()),
-                m.thread.to_string(),
-                m.channel.as_ref().map(ToString::to_string),
-            )
+            Rendered {
+                id: m.id.to_string(),
+                to: m.to.iter().map(ToString::to_string).collect(),
+                from: m.from.to_string(),
+                reply_to: m.reply_to.map(|r| r.to_string()),
+                thread: m.thread.to_string(),
+                channel: m.channel.as_ref().map(ToString::to_string),
+            }
         })
         .collect();
     let records: Vec<Record<'_>> = entries
         .iter()
-        .zip(&strings)
-        .map(
-            |((name, ino, c), (id, to, from, reply_to, thread, channel))| Record {
-                name,
-                ino: *ino,
-                id,
-                from,
-                to: to.iter().map(String::as_str).collect(),
-                subject: c.message.subject.as_str().into(),
-                body: c.message.body.as_str().into(),
-                kind: c.message.kind.as_str(),
-                priority: c.message.priority.as_str(),
-                date_ms: c.message.date.as_millisecond(),
-                reply_to: reply_to.as_deref(),
-                thread,
-                revision: c.message.revision,
-                edited_ms: c.message.edited.map(|e| e.as_millisecond()),
-                channel: channel.as_deref(),
-                warnings: c.warnings.iter().map(|w| w.as_str().into()).collect(),
-            },
-        )
+        .zip(&rendered)
+        .map(|((name, ino, c), r)| Record {
+            name,
+            ino: *ino,
+            id: &r.id,
+            from: &r.from,
+            to: r.to.iter().map(String::as_str).collect(),
+            subject: c.message.subject.as_str().into(),
+            body: c.message.body.as_str().into(),
+            kind: c.message.kind.as_str(),
+            priority: c.message.priority.as_str(),
+            date_ms: c.message.date.as_millisecond(),
+            reply_to: r.reply_to.as_deref(),
+            thread: &r.thread,
+            revision: c.message.revision,
+            edited_ms: c.message.edited.map(|e| e.as_millisecond()),
+            channel: r.channel.as_deref(),
+            warnings: c.warnings.iter().map(|w| w.as_str().into()).collect(),
+        })
         .collect();
     serde_json::to_vec(&File {
         version: VERSION,
