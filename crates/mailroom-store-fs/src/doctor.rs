@@ -153,6 +153,11 @@ impl Doctor {
         if let Some(tmp) = bx.open("tmp")? {
             self.tmp_dir(&tmp, Some(bx))?;
         }
+        if self.fix {
+            // The listing cache is rebuilt on the next read; dropping it picks up files that
+            // were edited in place by hand.
+            bx.remove(crate::cache::CACHE_FILE)?;
+        }
         let mut seen: HashMap<MessageId, State> = HashMap::new();
         for state in State::ALL {
             let Some(dir) = bx.open(state_dir_name(state))? else {
@@ -217,6 +222,47 @@ impl Doctor {
                     seen.insert(id, keep);
                 } else {
                     seen.insert(id, state);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every channel: temp files, and seen marks that name no entry (a broken seen set).
+    fn channels(&mut self, channels: &Dir) -> Result<(), FsError> {
+        let mut names = channels.list()?;
+        names.sort();
+        for name in names {
+            let Some(ch) = channels.open(&name)? else {
+                continue;
+            };
+            if let Some(tmp) = ch.open("tmp")? {
+                self.tmp_dir(&tmp, None)?;
+            }
+            let mut ids = std::collections::HashSet::new();
+            for sub in ["entries", "retracted"] {
+                if let Some(d) = ch.open(sub)? {
+                    ids.extend(d.list()?.iter().filter_map(|n| id_of(n)));
+                }
+            }
+            let Some(seen) = ch.open("seen")? else {
+                continue;
+            };
+            for reader in seen.list()? {
+                let Some(marks) = seen.open(&reader)? else {
+                    continue;
+                };
+                for mark in marks.list()? {
+                    if MessageId::parse(&mark).is_some_and(|id| ids.contains(&id)) {
+                        continue;
+                    }
+                    let fixed = self.fix && marks.remove(&mark).is_ok();
+                    self.report(
+                        marks.child_path(&mark).display().to_string(),
+                        "is a seen mark for no entry of the channel",
+                        "remove it",
+                        fixed,
+                    );
                 }
             }
         }
@@ -313,6 +359,9 @@ pub fn run(store: &FsStore, fix: bool) -> Result<Vec<Finding>, FsError> {
     for (scope, dir) in &scopes {
         if let Some(tmp) = dir.open(crate::TMP)? {
             doc.tmp_dir(&tmp, None)?;
+        }
+        if let Some(channels) = dir.open(crate::CHANNELS)? {
+            doc.channels(&channels)?;
         }
         let Some(boxes) = dir.open(crate::BOXES)? else {
             continue;

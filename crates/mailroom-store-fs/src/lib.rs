@@ -6,7 +6,7 @@
 //! state directory at any instant; reading a mailbox's pending mail never lists its archive.
 //! The layout is documented in docs/FORMAT.md.
 
-mod cache;
+pub(crate) mod cache;
 mod codec;
 mod dir;
 mod doctor;
