@@ -23,6 +23,7 @@
 
 pub mod addressing;
 pub mod archive;
+pub mod channels;
 pub mod contract;
 pub mod kit;
 pub mod lifecycle;
@@ -130,6 +131,26 @@ macro_rules! __cases {
             contract::claim_origin_names_the_first_path,
             contract::listings_are_oldest_first_and_everything_spans_states,
             contract::find_matches_prefixes_case_insensitively,
+            channels::broadcast_is_shown_once_to_each_member_and_never_to_its_sender,
+            channels::peek_shows_unseen_broadcasts_without_marking_them,
+            channels::inbox_limit_counts_broadcasts_and_leaves_them_unseen,
+            channels::a_late_joiner_gets_the_standing_broadcasts_but_not_retracted_ones,
+            channels::retract_unsends_for_those_who_have_not_seen_it,
+            channels::retract_of_what_is_not_ones_own_standing_broadcast_is_refused,
+            channels::channel_read_shows_the_unseen_once_and_show_shows_everything,
+            channels::channel_read_with_a_limit_leaves_the_rest_for_the_next_read,
+            channels::channel_list_counts_entries_and_what_the_reader_has_not_seen,
+            channels::entries_appended_out_of_time_order_are_each_shown_once,
+            channels::channel_entries_are_never_edited_or_cancelled_by_their_sender,
+            channels::edit_or_cancel_of_anothers_channel_entry_is_refused_not_unknown,
+            channels::done_of_a_channel_entry_is_refused,
+            channels::a_hold_request_sent_or_posted_reaches_human_and_comes_first,
+            channels::humans_answer_to_a_hold_request_reaches_the_requester_and_closes_it,
+            channels::the_recipients_answer_to_a_hold_request_also_closes_humans_copy,
+            channels::search_finds_broadcasts_and_channel_entries,
+            channels::export_then_import_into_the_same_channel_duplicates_nothing,
+            channels::importing_a_mailbox_md_twice_duplicates_nothing,
+            channels::store_channel_contract_appends_once_and_marks_seen_once,
         }
     };
     (@go stamp ($with:path) $($module:ident :: $case:ident,)*) => {

@@ -21,8 +21,11 @@ pub const DUTY: &str = "Handle this mail before the work you came for, and finis
 pub struct Frame<'a> {
     /// Whose mail it is.
     pub recipient: &'a Address,
-    /// What the messages are, for the header ("pending message", "search result").
+    /// What the messages are, for the header ("pending message", "search result"); a regular
+    /// noun, made plural with an "s".
     pub noun: &'a str,
+    /// Where they are, after the noun (" in #run-42@shop"), or empty.
+    pub place: &'a str,
     /// Messages left out (by a limit or a budget), and the command that shows them.
     pub more: usize,
     pub more_command: &'a str,
@@ -36,9 +39,10 @@ pub fn injection(frame: &Frame<'_>, messages: &[Stored], damaged: &[Damaged]) ->
     let count = messages.len() + frame.more;
     let _ = writeln!(
         out,
-        "=== mailroom: {count} {}{} for {} ===",
+        "=== mailroom: {count} {}{}{} for {} ===",
         frame.noun,
         if count == 1 { "" } else { "s" },
+        frame.place,
         frame.recipient
     );
     let _ = writeln!(out, "{UNTRUSTED_NOTICE}");

@@ -221,6 +221,7 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
             line: line_no,
         });
     }
+    out.problems.sort_by_key(|p| p.line);
     out
 }
 
@@ -319,7 +320,7 @@ mod tests {
         assert_eq!(p.entries.len(), 1);
         assert_eq!(p.entries[0].kind, Kind::Info);
         let lines: Vec<usize> = p.problems.iter().map(|p| p.line).collect();
-        assert_eq!(lines, vec![4, 2, 7]);
+        assert_eq!(lines, vec![2, 4, 7]);
     }
 
     fn entry() -> impl Strategy<Value = Entry> {

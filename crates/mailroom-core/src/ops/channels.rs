@@ -114,9 +114,10 @@ impl Mailroom<'_> {
                 });
             }
         }
-        self.store.append(&channel, &message)?;
-        // Its sender has seen it: a broadcast is never delivered back to the one who sent it.
+        // Its sender has seen it: a broadcast is never delivered back to the one who sent it,
+        // not even to its own inbox running at the same moment (so the mark comes first).
         self.store.mark_seen(&channel, reader(me), &[id])?;
+        self.store.append(&channel, &message)?;
         if let Err(e) = self.store.record_sent(&message) {
             notices.push(format!(
                 "the outbox trace could not be written ({e}); the message was posted"
@@ -336,7 +337,7 @@ impl Mailroom<'_> {
             .iter()
             .map(|s| content_key(&s.message))
             .collect();
-        for entry in parsed.entries {
+        for (position, entry) in parsed.entries.into_iter().enumerate() {
             let from = match self.import_sender(&entry.from, project) {
                 Ok(a) => a,
                 Err(problem) => {
@@ -367,7 +368,13 @@ impl Mailroom<'_> {
                 report.duplicates += 1;
                 continue;
             }
-            message.id = MessageId::derived(entry.timestamp, key);
+            // The protocol's minute precision cannot order entries within a minute; the file's
+            // order can: it goes into the id's milliseconds.
+            let at = entry
+                .timestamp
+                .checked_add(jiff::SignedDuration::from_millis(position as i64))
+                .unwrap_or(entry.timestamp);
+            message.id = MessageId::derived(at, key);
             message.thread = message.id;
             if self.store.append(&channel, &message)? {
                 report.imported += 1;
@@ -394,6 +401,34 @@ impl Mailroom<'_> {
                 spec.project.unwrap_or_else(|| project.clone()),
             ));
         }
+        self.import_sender_cleaned(written, project)
+    }
+
+    /// Like [`Mailroom::import_sender`] for mail found outside any project (the operator's
+    /// mailbox): a bare name means the one project it is an active member of, if there is one.
+    pub fn import_sender_anywhere(
+        &self,
+        written: &str,
+        fallback: &Name,
+    ) -> std::result::Result<Address, String> {
+        let w = written.trim();
+        if let Ok(spec) = crate::address::AddressSpec::parse(w) {
+            if spec.project.is_none() && !spec.is_human() {
+                if let Ok(found) = self.active_elsewhere(&spec.handle, None) {
+                    if let [only] = found.as_slice() {
+                        return Ok(only.address.clone());
+                    }
+                }
+            }
+        }
+        self.import_sender(w, fallback)
+    }
+
+    fn import_sender_cleaned(
+        &self,
+        written: &str,
+        project: &Name,
+    ) -> std::result::Result<Address, String> {
         let mut cleaned: String = written
             .trim()
             .chars()

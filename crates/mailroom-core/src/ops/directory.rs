@@ -181,7 +181,11 @@ impl Mailroom<'_> {
     }
 
     /// Active members named `handle` in projects other than `current`.
-    fn active_elsewhere(&self, handle: &Name, current: Option<&Name>) -> Result<Vec<Candidate>> {
+    pub(crate) fn active_elsewhere(
+        &self,
+        handle: &Name,
+        current: Option<&Name>,
+    ) -> Result<Vec<Candidate>> {
         let mut out = Vec::new();
         for p in self.store.projects()? {
             if Some(&p.name) == current {

@@ -31,7 +31,7 @@ impl Mailroom<'_> {
     pub fn foreign_message(
         &self,
         record: &Foreign,
-        project: &Name,
+        project: Option<&Name>,
         to: Vec<Address>,
         channel: Option<ChannelRef>,
     ) -> std::result::Result<Message, String> {
@@ -40,7 +40,12 @@ impl Mailroom<'_> {
             Some((origin, handle)) => format!("{handle}@{origin}"),
             None => record.from.clone(),
         };
-        let from = self.import_sender(&written, project)?;
+        let fallback = Name::parse(crate::identity::DEFAULT_PROJECT).map_err(|e| e.to_string())?;
+        let from = match project {
+            Some(p) => self.import_sender(&written, p)?,
+            // Outside any project (the operator's mailbox): where that handle is a member.
+            None => self.import_sender_anywhere(&written, &fallback)?,
+        };
         let id = MessageId::derived(record.date, stable_hash(&["import", &record.source_key]));
         let subject = crate::text::clean_line(&record.subject);
         Ok(Message {

@@ -4,5 +4,6 @@
 // The whole binary is test code: this lets clippy's allow-expect-in-tests cover helpers too.
 #![cfg(test)]
 
+mod channels;
 mod conformance;
 mod files;

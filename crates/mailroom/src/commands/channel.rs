@@ -77,7 +77,8 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
             } else {
                 let frame = Frame {
                     recipient: &me,
-                    noun: &format!("new entry in #{}", read.channel),
+                    noun: "new message",
+                    place: &format!(" in #{}", read.channel),
                     more: read.more,
                     more_command: &format!("mailroom channel read {name}"),
                     hints: false,
@@ -102,7 +103,8 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
             } else {
                 let frame = Frame {
                     recipient: &me,
-                    noun: &format!("entry in #{channel}"),
+                    noun: "message",
+                    place: &format!(" in #{channel}"),
                     more: 0,
                     more_command: "",
                     hints: false,

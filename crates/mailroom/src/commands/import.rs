@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use mailroom_core::interchange::{Problem, m_ai_l};
+use mailroom_core::interchange::{Problem, m_ai_l, stable_hash};
 use mailroom_core::ops::{Foreign, ImportReport};
 use mailroom_core::{Address, Error, Kind, Mailroom, MemberStatus, Name, Priority, State};
 use mailroom_store_fs::frontmatter;
@@ -218,7 +218,10 @@ fn import_m_ai_l(
     }
     let mut files: Vec<(Option<Name>, PathBuf)> = Vec::new();
     for (project, dir, _) in &projects {
-        files.extend(list_md(dir).into_iter().map(|f| (Some(project.clone()), f)));
+        let mut listed = list_md(dir);
+        // The roster first: members keep their roles when their mailboxes are read after.
+        listed.sort_by_key(|f| file_stem(f) != "roster");
+        files.extend(listed.into_iter().map(|f| (Some(project.clone()), f)));
     }
     if config.is_file() {
         // The HUMAN mailbox sits next to projects_config.md.
@@ -255,9 +258,23 @@ fn import_m_ai_l(
                     }
                 }
             };
-            import_m_ai_l_mail(mr, &file, &project_name, Some(&owner), state)?
+            import_m_ai_l_mail(
+                mr,
+                &file,
+                project.as_ref(),
+                &project_name,
+                Some(&owner),
+                state,
+            )?
         } else if stem.starts_with("outbox_") {
-            import_m_ai_l_mail(mr, &file, &project_name, None, State::Done)?
+            import_m_ai_l_mail(
+                mr,
+                &file,
+                project.as_ref(),
+                &project_name,
+                None,
+                State::Done,
+            )?
         } else {
             continue;
         };
@@ -319,9 +336,11 @@ fn import_roster(mr: &Mailroom<'_>, file: &Path, project: &Name) -> Result<Impor
 
 /// A mailbox or archive file (`owner` is whose it is), or an outbox file (`owner` is `None`:
 /// the first field of each line is the recipient and the sender is named by the file).
+/// `scope` is the file's project, `None` for the operator's mailbox next to the registry.
 fn import_m_ai_l_mail(
     mr: &Mailroom<'_>,
     file: &Path,
+    scope: Option<&Name>,
     project: &Name,
     owner: Option<&Address>,
     state: State,
@@ -378,7 +397,7 @@ fn import_m_ai_l_mail(
                 }
             }
         };
-        let message = match mr.foreign_message(&record, project, vec![to.clone()], None) {
+        let mut message = match mr.foreign_message(&record, scope, vec![to.clone()], None) {
             Ok(m) => m,
             Err(e) => {
                 report.problems.push(Problem {
@@ -388,6 +407,18 @@ fn import_m_ai_l_mail(
                 continue;
             }
         };
+        // m_AI_l names a message by sender, recipient, timestamp and subject: the id derives
+        // from those, so the sender's outbox line and the recipient's copy are one message,
+        // and a message m_AI_l later moved to the archive file is still found on re-import.
+        let key = format!(
+            "m_ai_l:{}>{}:{}:{}",
+            message.from,
+            to,
+            m_ai_l::format_timestamp(entry.timestamp),
+            message.subject
+        );
+        message.id = mailroom_core::MessageId::derived(entry.timestamp, stable_hash(&[&key]));
+        message.thread = message.id;
         let added = if outbox {
             mr.import_sent(&message)?
         } else {
@@ -434,6 +465,7 @@ fn import_repo_mailbox(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result
     let all = mr.channel_ref(project, mailroom_core::message::BROADCAST)?;
     let mut progress = Progress::new(work.len());
     let mut broadcast_ids: Vec<(String, mailroom_core::MessageId)> = Vec::new();
+    let mut senders: Vec<(Name, mailroom_core::MessageId)> = Vec::new();
     for (file, repo, what) in work {
         progress.tick();
         let mut report = ImportReport::default();
@@ -492,9 +524,10 @@ fn import_repo_mailbox(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result
         };
         let added = match what {
             "broadcast" | "retracted" => {
-                match mr.foreign_message(&record, project, vec![], Some(all.clone())) {
+                match mr.foreign_message(&record, Some(project), vec![], Some(all.clone())) {
                     Ok(m) => {
                         broadcast_ids.push((file_name.clone(), m.id));
+                        senders.push((m.from.handle.clone(), m.id));
                         mr.import_entry(&all, &m, what == "retracted")?
                     }
                     Err(e) => {
@@ -526,7 +559,7 @@ fn import_repo_mailbox(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result
                     }
                 };
                 let to = Address::in_project(handle, project.clone());
-                match mr.foreign_message(&record, project, vec![to.clone()], None) {
+                match mr.foreign_message(&record, Some(project), vec![to.clone()], None) {
                     Ok(m) => mr.import_mail(
                         &to,
                         &m,
@@ -603,6 +636,11 @@ fn import_repo_mailbox(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result
             file: file.display().to_string(),
             report,
         });
+    }
+    // repo-mailbox writes a sender's own seen entry when it broadcasts; a seen file that lost
+    // it must still not deliver a broadcast back to its sender.
+    for (sender, id) in senders {
+        mr.import_seen(&all, &sender, &[id])?;
     }
     Ok(reports)
 }

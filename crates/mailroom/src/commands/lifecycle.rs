@@ -40,6 +40,7 @@ pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
     let frame = Frame {
         recipient: &me,
         noun: "pending message",
+        place: "",
         more: inbox.more,
         more_command: "mailroom inbox",
         hints: true,
@@ -65,6 +66,7 @@ pub fn read(ctx: &mut Ctx, id: &str, archive: bool) -> Result<()> {
     let frame = Frame {
         recipient: &me,
         noun: "message",
+        place: "",
         more: 0,
         more_command: "",
         hints: !read.archived,
@@ -314,6 +316,7 @@ pub fn search(ctx: &mut Ctx, query: &str) -> Result<()> {
     let frame = Frame {
         recipient: &me,
         noun: "search result",
+        place: "",
         more: 0,
         more_command: "",
         hints: false,

@@ -5,10 +5,12 @@
 //! `allow-unwrap-in-tests` and friends (clippy.toml).
 #![cfg(test)]
 
+mod channels;
 mod concurrency;
 mod demo;
 mod errors;
 mod identity;
+mod import;
 mod inbox;
 mod lifecycle;
 mod roster;

@@ -1,0 +1,277 @@
+//! Broadcasts and run channels end to end: `send --broadcast`, the inbox's broadcast label,
+//! `retract` and its refusals, `channel post|read|show|list|export|import`.
+
+use insta::assert_snapshot;
+
+use crate::support::{Home, settings};
+
+/// Broadcasts `body` as `from` and returns its id.
+fn broadcast(home: &Home, from: &str, body: &str) -> String {
+    let v = home
+        .as_(from, ["--json", "send", "--broadcast", "-m", body])
+        .json();
+    v["id"].as_str().expect("an id").to_owned()
+}
+
+#[test]
+fn a_broadcast_is_shown_once_to_each_member_labelled_and_never_to_its_sender() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    home.send("carol", "bob", "A directed question");
+    let text = home
+        .as_(
+            "alice",
+            [
+                "send",
+                "--broadcast",
+                "--subject",
+                "Spec changed",
+                "-m",
+                "Read docs/spec.md again.",
+            ],
+        )
+        .ok();
+    assert_snapshot!("broadcast_text", home.show(&text));
+    let json = home
+        .as_(
+            "alice",
+            [
+                "--json",
+                "send",
+                "--broadcast",
+                "--priority",
+                "H",
+                "-m",
+                "Second news",
+            ],
+        )
+        .json();
+    assert_snapshot!("broadcast_json", home.redact_json(&json));
+
+    let first = home.as_("bob", ["inbox"]).ok();
+    assert_snapshot!("bob_first_inbox", home.show(&first));
+    let second = home.as_("bob", ["inbox"]).ok();
+    assert_snapshot!("bob_second_inbox", home.show(&second));
+    let sender = home.as_("alice", ["inbox"]).ok();
+    assert_snapshot!("alice_inbox", home.show(&sender));
+    let carol = home.as_("carol", ["--json", "inbox"]).json();
+    assert_snapshot!("carol_inbox_json", home.redact_json(&carol));
+    let again = home.as_("carol", ["--json", "inbox"]).json();
+    assert_eq!(again["messages"], serde_json::json!([]));
+}
+
+#[test]
+fn retract_unsends_for_later_readers_and_refuses_what_it_cannot() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let id = broadcast(&home, "alice", "Freeze on Friday");
+    let other = broadcast(&home, "bob", "Bob's own news");
+    home.as_("carol", ["inbox"]).ok();
+    let run = home.as_("alice", ["retract", &id]).ok();
+    assert_snapshot!("retract", home.show(&run));
+
+    let dave = home.as_("dave", ["inbox"]).ok();
+    assert_snapshot!("late_joiner_inbox", home.show(&dave));
+    let carol = home
+        .as_("carol", ["--json", "channel", "show", "all"])
+        .json();
+    assert_snapshot!("carol_keeps_it", home.redact_json(&carol));
+
+    let mut refusals = String::new();
+    let unknown = "01AAAAAAAAAAAAAAAAAAAAAAAA".to_owned();
+    for (what, who, target, code) in [
+        ("twice", "alice", &id, 4),
+        ("another's", "alice", &other, 4),
+        ("unknown", "alice", &unknown, 3),
+    ] {
+        let run = home.as_(who, ["retract", target]).fails(code);
+        refusals.push_str(&format!("# {what}\n{}\n", home.show(&run)));
+    }
+    let run = home.as_("alice", ["--json", "retract", &id]).run();
+    refusals.push_str(&format!("# twice, --json\n{}", home.show(&run)));
+    assert_snapshot!("retract_refusals", refusals);
+}
+
+#[test]
+fn a_run_channel_is_posted_read_once_shown_whole_and_listed() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let post = home
+        .as_(
+            "builder",
+            [
+                "channel",
+                "post",
+                "run-42",
+                "--kind",
+                "INTERFACE_CHANGE",
+                "--subject",
+                "Renamed calc_stats()",
+                "-m",
+                "Now compute_statistics().",
+            ],
+        )
+        .ok();
+    assert_snapshot!("post", home.show(&post));
+    home.as_(
+        "planner",
+        ["channel", "post", "run-42", "--kind", "HOLD_REQUEST"],
+    )
+    .stdin("Undefined symbol in (3)\nIs it (a) or (b)?\n")
+    .ok();
+    let read = home.as_("leader", ["channel", "read", "run-42"]).ok();
+    assert_snapshot!("leader_read", home.show(&read));
+    let again = home.as_("leader", ["channel", "read", "run-42"]).ok();
+    assert_snapshot!("leader_read_again", home.show(&again));
+    let show = home
+        .as_("leader", ["--json", "channel", "show", "run-42"])
+        .json();
+    assert_snapshot!("leader_show_json", home.redact_json(&show));
+    let list = home.as_("builder", ["channel", "list"]).ok();
+    assert_snapshot!("builder_list", home.show(&list));
+    let human = home.as_("HUMAN", ["inbox"]).ok();
+    assert_snapshot!("human_inbox_has_the_hold_request", home.show(&human));
+
+    let mut refusals = String::new();
+    let id = post
+        .stdout
+        .split_whitespace()
+        .find(|w| w.len() == 26)
+        .map(str::to_owned);
+    let id = id.expect("the post names its id");
+    for args in [
+        vec!["edit", id.as_str(), "-m", "changed"],
+        vec!["cancel", id.as_str()],
+        vec!["done", id.as_str()],
+    ] {
+        let who = if args[0] == "done" {
+            "leader"
+        } else {
+            "builder"
+        };
+        let run = home.as_(who, &args).fails(4);
+        refusals.push_str(&format!("# {who} {}\n{}\n", args[0], home.show(&run)));
+    }
+    assert_snapshot!("entry_refusals", refusals);
+}
+
+#[test]
+fn channel_export_prints_the_protocol_format_exactly() {
+    let home = Home::new();
+    home.as_(
+        "builder",
+        [
+            "channel",
+            "post",
+            "run-7",
+            "--kind",
+            "INTERFACE_CHANGE",
+            "--subject",
+            "Renamed calc_stats()",
+            "-m",
+            "Now compute_statistics().\n\nCallers updated.",
+        ],
+    )
+    .ok();
+    home.as_(
+        "planner@default",
+        [
+            "channel",
+            "post",
+            "run-7",
+            "--kind",
+            "HOLD_REQUEST",
+            "-m",
+            "Which schema?",
+        ],
+    )
+    .ok();
+    let show = home.as_("x", ["--json", "channel", "show", "run-7"]).json();
+    let stamp = |i: usize| {
+        let date = show["messages"][i]["date"].as_str().expect("a date");
+        let t: jiff::Timestamp = date.parse().expect("RFC 3339");
+        t.strftime("%Y-%m-%d %H:%M UTC").to_string()
+    };
+    let expected = format!(
+        "---\n**Timestamp:** {}\n**From:** builder\n**Type:** INTERFACE_CHANGE\n**Subject:** Renamed calc_stats()\n\nNow compute_statistics().\n\nCallers updated.\n\n---\n**Timestamp:** {}\n**From:** planner\n**Type:** HOLD_REQUEST\n**Subject:** Which schema?\n\nWhich schema?\n\n",
+        stamp(0),
+        stamp(1)
+    );
+    assert_eq!(
+        home.as_("x", ["channel", "export", "run-7"]).stdout(),
+        expected
+    );
+
+    // Importing the export back duplicates nothing.
+    let file = home.root().join("export.md");
+    std::fs::write(&file, &expected).expect("write the export");
+    let back = home
+        .as_("x", ["--json", "channel", "import", "run-7"])
+        .args([&file])
+        .json();
+    assert_eq!(
+        (&back["imported"], &back["duplicates"]),
+        (&serde_json::json!(0), &serde_json::json!(2))
+    );
+    assert_eq!(
+        home.as_("x", ["channel", "export", "run-7"]).stdout(),
+        expected
+    );
+}
+
+#[test]
+fn channel_import_reads_a_hand_written_mailbox_md_and_reimports_nothing() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let file = home.root().join("mailbox.md");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/mailbox-md/run-42/mailbox.md"
+        ),
+        &file,
+    )
+    .expect("copy the fixture");
+    let first = home
+        .as_("leader", ["channel", "import", "run-42"])
+        .args([&file])
+        .ok();
+    assert_snapshot!("first_import", home.show(&first));
+    let second = home
+        .as_("leader", ["channel", "import", "run-42"])
+        .args([&file])
+        .ok();
+    assert_snapshot!("second_import", home.show(&second));
+    let show = home
+        .as_("leader", ["--json", "channel", "show", "run-42"])
+        .json();
+    let entries: Vec<(&str, &str, &str)> = show["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            (
+                m["from"].as_str().expect("from"),
+                m["kind"].as_str().expect("kind"),
+                m["subject"].as_str().expect("subject"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            (
+                "builder@default",
+                "INTERFACE_CHANGE",
+                "Renamed `calc_stats()` to `compute_statistics()`"
+            ),
+            (
+                "planner@default",
+                "HOLD_REQUEST",
+                "Undefined symbol in equation (3)"
+            ),
+            ("scriber@default", "INFO", "docs updated"),
+        ],
+        "the file's order is the channel's order"
+    );
+}

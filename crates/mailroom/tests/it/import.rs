@@ -1,0 +1,270 @@
+//! `import m_ai_l|repo-mailbox|mailbox-md` end to end, over fixture trees in
+//! `tests/fixtures/`: what was imported lands in the right mailbox and state, every problem is
+//! reported with file:line, and a second run imports nothing and says so.
+
+use std::path::{Path, PathBuf};
+
+use insta::assert_snapshot;
+use serde_json::Value;
+
+use crate::support::{Home, settings};
+
+/// Copies fixture `name` into the test's temporary directory (so reported paths redact to
+/// `[TMP]`) and returns the copy's path.
+fn fixture(home: &Home, name: &str) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    let to = home.root().join(name);
+    copy_tree(&from, &to);
+    to
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create a fixture directory");
+    for entry in std::fs::read_dir(from).expect("list a fixture directory") {
+        let entry = entry.expect("a directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("a file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a fixture file");
+        }
+    }
+}
+
+/// (from, subject, state) of each message of a `--json` listing.
+fn summary(v: &Value) -> Vec<(String, String, String)> {
+    v["messages"]
+        .as_array()
+        .expect("a message listing")
+        .iter()
+        .map(|m| {
+            (
+                m["from"].as_str().unwrap_or_default().to_owned(),
+                m["subject"].as_str().unwrap_or_default().to_owned(),
+                m["state"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn owned(rows: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+    rows.iter()
+        .map(|(a, b, c)| ((*a).to_owned(), (*b).to_owned(), (*c).to_owned()))
+        .collect()
+}
+
+#[test]
+fn import_m_ai_l_puts_each_mailbox_in_place_and_a_second_run_adds_nothing() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let tree = fixture(&home, "m_ai_l");
+    let first = home.cmd(["import", "m_ai_l"]).args([&tree]).ok();
+    assert_snapshot!("m_ai_l_first", home.show(&first));
+    let second = home.cmd(["import", "m_ai_l"]).args([&tree]).ok();
+    assert_snapshot!("m_ai_l_second", home.show(&second));
+
+    let backend = home.as_("BACKEND@shop", ["--json", "inbox"]).json();
+    assert_eq!(
+        summary(&backend),
+        owned(&[
+            ("FRONTEND@shop", "API ready?", "unread"),
+            ("FRONTEND@shop", "Cross-project style sender", "unread"),
+            ("OLDBOT@shop", "Sentinel in text", "unread"),
+        ])
+    );
+    let bodies: Vec<&str> = backend["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["body"].as_str().expect("a body"))
+        .collect();
+    assert_eq!(
+        bodies,
+        vec![
+            "Is the /orders endpoint up?\nI need it for the checkout page.\n\nThanks.",
+            "One line only.",
+            "The marker <!-- END --> ends a mailbox.",
+        ],
+        "multi-line bodies kept whole, the escape undone"
+    );
+    let archived = home.as_("FRONTEND@shop", ["--json", "recover"]).json();
+    assert_snapshot!("m_ai_l_frontend_recover", home.redact_json(&archived));
+    let outbox = home.as_("FRONTEND@shop", ["--json", "outbox"]).json();
+    assert_snapshot!("m_ai_l_frontend_outbox", home.redact_json(&outbox));
+}
+
+/// Imports the m_AI_l fixture into a fresh home.
+fn imported_m_ai_l() -> Home {
+    let home = Home::new();
+    let tree = fixture(&home, "m_ai_l");
+    home.cmd(["import", "m_ai_l"]).args([&tree]).ok();
+    home
+}
+
+#[test]
+fn import_m_ai_l_sends_the_human_mailbox_from_the_project_the_sender_is_on() {
+    let home = imported_m_ai_l();
+    let human = home.as_("HUMAN", ["--json", "inbox"]).json();
+    assert_eq!(
+        summary(&human),
+        owned(&[("BACKEND@shop", "Need a decision", "unread")])
+    );
+}
+
+#[test]
+fn import_m_ai_l_keeps_the_roles_and_statuses_of_roster_md() {
+    let home = imported_m_ai_l();
+    let roster = home.cmd(["--json", "--project", "shop", "roster"]).json();
+    let members: Vec<(&str, &str, &str)> = roster["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| {
+            (
+                m["handle"].as_str().expect("handle"),
+                m["role"].as_str().expect("role"),
+                m["status"].as_str().expect("status"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        members,
+        vec![
+            ("BACKEND", "api and database", "active"),
+            ("FRONTEND", "web client", "active"),
+            ("OLDBOT", "retired helper", "inactive"),
+        ],
+        "roster.md's roles and statuses"
+    );
+}
+
+#[test]
+fn import_m_ai_l_recovers_what_it_can_from_damaged_files_and_reports_the_rest_by_line() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let tree = fixture(&home, "damaged");
+    let first = home.cmd(["import", "m_ai_l"]).args([&tree]).ok();
+    assert_snapshot!("damaged_first", home.show(&first));
+    let json = home
+        .cmd(["--json", "import", "m_ai_l"])
+        .args([&tree])
+        .json();
+    assert_snapshot!("damaged_second_json", home.redact_json(&json));
+
+    let backend = home.as_("BACKEND@shop", ["--json", "inbox"]).json();
+    let mut subjects: Vec<String> = summary(&backend).into_iter().map(|(_, s, _)| s).collect();
+    subjects.sort();
+    assert_eq!(
+        subjects,
+        vec![
+            "Bad timestamp",
+            "Good one",
+            "Last one",
+            "Marker inside text",
+            "Missing priority"
+        ],
+        "every message that can be recovered is"
+    );
+    let marker = backend["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["subject"] == "Marker inside text")
+        .expect("the message with the marker");
+    assert_eq!(
+        marker["body"],
+        "The line below mentions the marker.\nDo not write <!-- END --> inside a message body.\nStill the same message."
+    );
+}
+
+#[test]
+fn import_repo_mailbox_keeps_pending_archived_broadcasts_and_seen_sets() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let tree = fixture(&home, "repo-mailbox");
+    let first = home.cmd(["import", "repo-mailbox"]).args([&tree]).ok();
+    assert_snapshot!("repo_mailbox_first", home.show(&first));
+    let second = home.cmd(["import", "repo-mailbox"]).args([&tree]).ok();
+    assert_snapshot!("repo_mailbox_second", home.show(&second));
+
+    let show = home.as_("api", ["--json", "channel", "show", "all"]).json();
+    assert_eq!(
+        summary(&show),
+        owned(&[
+            ("api@default", "Freeze on Friday (retracted)", "retracted"),
+            ("api@default", "API v2 is the default", "read"),
+            ("web@default", "Design tokens moved", "unread"),
+        ]),
+        "api saw its own two, not web's"
+    );
+    // (who, [(from, subject, state)]) each reader's inbox shows.
+    type Expected<'a> = (&'a str, &'a [(&'a str, &'a str, &'a str)]);
+    let cases: [Expected<'_>; 3] = [
+        (
+            "api",
+            &[
+                ("web@default", "Is the /orders endpoint live?", "unread"),
+                ("web@default", "Design tokens moved", "unread"),
+            ],
+        ),
+        ("web", &[("api@default", "Yes, it is live", "unread")]),
+        (
+            "newrepo",
+            &[
+                ("api@default", "API v2 is the default", "unread"),
+                ("web@default", "Design tokens moved", "unread"),
+            ],
+        ),
+    ];
+    for (who, expected) in cases {
+        let inbox = home.as_(who, ["--json", "inbox"]).json();
+        assert_eq!(summary(&inbox), owned(expected), "{who}'s inbox");
+    }
+    let recover = home.as_("api", ["--json", "recover"]).json();
+    assert_eq!(
+        recover["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|m| m["subject"].as_str().expect("a subject"))
+            .collect::<Vec<_>>(),
+        vec!["Old question, handled"]
+    );
+}
+
+#[test]
+fn import_mailbox_md_goes_to_the_run_channel_and_a_second_run_adds_nothing() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let tree = fixture(&home, "mailbox-md");
+    let file = tree.join("run-42/mailbox.md");
+    let first = home
+        .as_("leader", ["import", "mailbox-md"])
+        .args([&file])
+        .ok();
+    assert_snapshot!("mailbox_md_first", home.show(&first));
+    let second = home
+        .as_("leader", ["--json", "import", "mailbox-md"])
+        .args([&file])
+        .json();
+    assert_eq!(
+        (&second["imported"], &second["duplicates"]),
+        (&serde_json::json!(0), &serde_json::json!(3))
+    );
+    let list = home.as_("leader", ["channel", "list"]).ok();
+    assert_snapshot!("mailbox_md_list", home.show(&list));
+    let search = home
+        .as_("leader", ["--json", "search", "covariance"])
+        .json();
+    assert_eq!(
+        summary(&search),
+        owned(&[(
+            "planner@default",
+            "Undefined symbol in equation (3)",
+            "unread"
+        )]),
+        "search covers channels"
+    );
+}
