@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
-    #[error("cannot {op} {}: {source}", .path.display())]
+    #[error("cannot {op} {}: {source}{}", .path.display(), hint(.source))]
     Io {
         op: &'static str,
         path: PathBuf,
@@ -18,6 +18,18 @@ pub enum FsError {
         found: String,
         expected: &'static str,
     },
+}
+
+/// What to do about the errors a user can fix.
+fn hint(e: &io::Error) -> &'static str {
+    match e.kind() {
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
+            "; free some space and try again"
+        }
+        io::ErrorKind::PermissionDenied => "; check the ownership and permissions of the home",
+        io::ErrorKind::ReadOnlyFilesystem => "; the home is on a read-only file system",
+        _ => "",
+    }
 }
 
 impl FsError {

@@ -1,0 +1,58 @@
+//! A hostile file system: a full disk must fail a send with a clear error and leave nothing
+//! behind. The disk is a 128 KiB tmpfs mounted in a private mount namespace (`unshare -rm`),
+//! so the test needs no privileges and touches no real file system.
+
+use std::process::Command;
+
+#[test]
+fn a_full_disk_fails_the_send_with_a_clear_error_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("disk");
+    std::fs::create_dir(&mnt).unwrap();
+    let script = r#"
+set -eu
+mnt="$1"; bin="$2"; err="$3"
+mount -t tmpfs -o size=128k tmpfs "$mnt"
+export MAILROOM_HOME="$mnt/home"
+unset MAILROOM_AS
+"$bin" --as a send --to b --message first >/dev/null 2>&1
+head -c 400000 /dev/zero > "$mnt/fill" 2>/dev/null || true
+body=$(head -c 60000 /dev/zero | tr '\0' x)
+set +e
+"$bin" --as a send --to b --message "$body" 2>"$err"
+echo "exit=$?"
+set -e
+echo "unread=$(ls "$MAILROOM_HOME/projects/default/boxes/b/unread" | wc -l)"
+echo "outbox=$(ls "$MAILROOM_HOME/projects/default/boxes/a/outbox" | wc -l)"
+echo "temp files=$(cd "$MAILROOM_HOME" && find . -path '*/tmp/*' -type f | wc -l)"
+"#;
+    let err = dir.path().join("stderr");
+    let out = Command::new("unshare")
+        .args(["-r", "-m", "sh", "-c", script, "sh"])
+        .arg(&mnt)
+        .arg(env!("CARGO_BIN_EXE_mailroom"))
+        .arg(&err)
+        .output()
+        .expect("unshare (util-linux) runs");
+    assert!(
+        out.status.success(),
+        "the namespace script failed (unshare -rm needs user namespaces): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "exit=1\nunread=1\noutbox=1\ntemp files=0\n",
+        "the failed send exits 1 and leaves the first message as the only one, with no debris"
+    );
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("No space left on device"),
+        "a clear error naming the cause: {stderr}"
+    );
+    assert!(
+        stderr.contains("/home/projects/default/boxes/b/tmp/")
+            && stderr.contains("free some space"),
+        "the error names the path and the fix: {stderr}"
+    );
+}
