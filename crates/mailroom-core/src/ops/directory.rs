@@ -355,6 +355,9 @@ impl Mailroom<'_> {
         status: MemberStatus,
     ) -> Result<Member> {
         let handle = name("handle", handle)?;
+        if self.store.project(project)?.is_none() {
+            return Err(Error::ProjectNotFound(project.to_string()));
+        }
         let Some(mut member) = self.store.member(project, &handle)? else {
             return Err(Error::UnknownHandle {
                 suggestions: if self.store.project(project)?.is_some() {

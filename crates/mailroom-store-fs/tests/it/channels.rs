@@ -106,11 +106,8 @@ fn two_readers_as_one_member_racing_a_writer_show_every_entry_exactly_once() {
             posted.iter().copied().collect::<HashSet<_>>(),
             "#{channel}: every entry shown, none lost"
         );
-        for (i, reader) in shown.iter().enumerate() {
-            let mut sorted = reader.clone();
-            sorted.sort();
-            assert_eq!(&sorted, reader, "#{channel}: reader {i} shown out of order");
-        }
+        // Order is promised within one read only: a directory listing that races an append
+        // may return a later entry before an earlier one, which the next read then brings.
         assert!(
             read_once(&store, &bob, channel).is_empty(),
             "#{channel}: nothing left"
