@@ -114,7 +114,9 @@ pub fn message_from_bytes(
         .text("thread")
         .and_then(|s| MessageId::parse(s.trim()))
         .unwrap_or(id);
-    let revision = parse_or(&doc, "revision", 1, &mut warnings, |s| s.parse().ok());
+    let revision = parse_or(&doc, "revision", 1, &mut warnings, |s| {
+        s.parse::<u32>().ok().filter(|r| *r >= 1)
+    });
     let edited = doc.text("edited").and_then(|s| parse_time(&s));
     let channel = match doc.text("channel") {
         None => None,

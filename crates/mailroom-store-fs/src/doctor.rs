@@ -99,6 +99,25 @@ impl Doctor {
             if pid_alive && self.now - e.ctime < ORPHAN_AGE_SECS {
                 continue;
             }
+            if let Some(revision) = self.old_revision(tmp, bx, &name)? {
+                // An in-place edit was interrupted after its exchange: this file is the
+                // revision the edit replaced, which belongs in revisions/.
+                let fixed = self.fix
+                    && match bx {
+                        Some(bx) => {
+                            let revisions = bx.open_or_create("revisions")?;
+                            tmp.rename(&name, &revisions, &revision)?
+                        }
+                        None => false,
+                    };
+                self.report(
+                    path,
+                    "is the previous revision of an edited message, left by an interrupted edit",
+                    format!("move it to revisions/{revision}"),
+                    fixed,
+                );
+                continue;
+            }
             let fixed = self.fix && tmp.remove(&name).is_ok();
             self.report(
                 path,
@@ -108,6 +127,43 @@ impl Doctor {
             );
         }
         Ok(())
+    }
+
+    /// The revisions/ name for a temp file holding an older revision of a message whose newer
+    /// revision is in the mailbox; `None` for anything else.
+    fn old_revision(
+        &self,
+        tmp: &Dir,
+        bx: Option<&Dir>,
+        name: &str,
+    ) -> Result<Option<String>, FsError> {
+        let Some(bx) = bx else {
+            return Ok(None);
+        };
+        let Some(bytes) = tmp.read(name)? else {
+            return Ok(None);
+        };
+        let owner = mailroom_core::Address::human();
+        let Ok(old) = message_from_bytes(&bytes, None, &owner) else {
+            return Ok(None);
+        };
+        for state in State::ALL {
+            let Some(dir) = bx.open(state_dir_name(state))? else {
+                continue;
+            };
+            let Some(current) = dir.read(&format!("{}.md", old.message.id))? else {
+                continue;
+            };
+            if let Ok(cur) = message_from_bytes(&current, Some(old.message.id), &owner) {
+                if cur.message.revision > old.message.revision {
+                    return Ok(Some(format!(
+                        "{}.r{}.md",
+                        old.message.id, old.message.revision
+                    )));
+                }
+            }
+        }
+        Ok(None)
     }
 
     /// An in-place edit on a filesystem without atomic exchange moved the unread copy aside

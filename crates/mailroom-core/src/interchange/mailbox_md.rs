@@ -58,6 +58,9 @@ fn field(line: &str) -> Option<(Field, String)> {
         .strip_prefix("**")
         .or_else(|| rest.strip_prefix("__"))
         .unwrap_or(rest);
+    // Control characters never survive into a field (render drops them too), so a value
+    // reads back the same after a round trip.
+    let rest = crate::text::clean_line(rest);
     let value = match f {
         Field::Subject => rest.trim(),
         _ => rest.trim().trim_matches('`').trim(),

@@ -1,0 +1,538 @@
+//! `load`: N sender processes × M sends to overlapping mailboxes while other processes list,
+//! read, archive, edit and cancel; every output is checked as it arrives and the whole home at
+//! the end.
+//!
+//! Invariant: each worker thread runs one process at a time and records its outcome in the
+//! ledger before starting the next; what a send will deliver is planned before it starts, so
+//! a reader racing it can always be judged.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use anyhow::{Result, anyhow};
+use clap::Args;
+use serde_json::Value;
+
+use crate::bodies::{self, Marker};
+use crate::check::{self, Category, Problems};
+use crate::disk::{Folder, Snapshot};
+use crate::ledger::{Cancel, EditOutcome, Ledger};
+use crate::rng::Rng;
+use crate::runner::{Mailroom, Outcome};
+use crate::work::{Common, Work};
+
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Small sizes for CI: 4 senders × 100 sends.
+    #[arg(long)]
+    pub quick: bool,
+    /// Sender processes running at once (default 8; 4 with --quick).
+    #[arg(long)]
+    pub senders: Option<usize>,
+    /// Sends per sender (default 1,000; 100 with --quick).
+    #[arg(long)]
+    pub sends: Option<usize>,
+}
+
+/// The mailboxes every sender writes to: r0 is listed and archived constantly, r1 listed a
+/// few at a time and read-and-archived, r2 read by id, r3 left alone (so edits land in place
+/// and cancels succeed there).
+const RECIPIENTS: [&str; 4] = ["r0@stress", "r1@stress", "r2@stress", "r3@stress"];
+
+fn sender_name(i: usize) -> String {
+    format!("s{i}@stress")
+}
+
+struct Shared<'a> {
+    mr: Mailroom<'a>,
+    seed: u64,
+    ledger: Mutex<Ledger>,
+    problems: Mutex<Problems>,
+    senders_left: AtomicUsize,
+    stats: Stats,
+}
+
+#[derive(Default)]
+struct Stats {
+    listings: AtomicUsize,
+    entries: AtomicUsize,
+    retries: AtomicUsize,
+    edited: AtomicUsize,
+    corrected: AtomicUsize,
+    cancelled: AtomicUsize,
+    refused: AtomicUsize,
+}
+
+fn bump(a: &AtomicUsize, n: usize) {
+    a.fetch_add(n, Ordering::Relaxed);
+}
+
+fn get(a: &AtomicUsize) -> usize {
+    a.load(Ordering::Relaxed)
+}
+
+impl Shared<'_> {
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn problem(&self, c: Category, what: impl Into<String>) {
+        self.problems
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(c, what);
+    }
+
+    fn senders_done(&self) -> bool {
+        self.senders_left.load(Ordering::SeqCst) == 0
+    }
+
+    /// A run whose exit code must be one of `allowed`; anything else is a problem.
+    fn run(
+        &self,
+        who: &str,
+        args: &[&str],
+        stdin: Option<&str>,
+        allowed: &[i32],
+    ) -> Result<Option<(Outcome, Value)>> {
+        let o = self.mr.run(Some(who), args, stdin, "load")?;
+        let allowed_code = o.code.is_some_and(|c| allowed.contains(&c));
+        match o.json() {
+            Some(v) if allowed_code => Ok(Some((o, v))),
+            _ => {
+                self.problem(
+                    Category::Failed,
+                    format!(
+                        "{who} {}: {}",
+                        args.join(" ").chars().take(120).collect::<String>(),
+                        o.describe()
+                    ),
+                );
+                Ok(None)
+            }
+        }
+    }
+
+    fn check_listing(&self, v: &Value, mailbox: &str, what: &str) {
+        let mut p = Problems::default();
+        check::check_listing(v, mailbox, what, &self.ledger(), &mut p);
+        bump(&self.stats.listings, 1);
+        bump(
+            &self.stats.entries,
+            v["messages"].as_array().map_or(0, Vec::len),
+        );
+        if !p.is_empty() {
+            self.problems
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .extend(p);
+        }
+    }
+}
+
+pub fn run(args: &LoadArgs) -> Result<bool> {
+    let (senders, per) = match args.quick {
+        true => (args.senders.unwrap_or(4), args.sends.unwrap_or(100)),
+        false => (args.senders.unwrap_or(8), args.sends.unwrap_or(1000)),
+    };
+    let work = Work::new(&args.common, "load")?;
+    println!(
+        "load: seed={} senders={senders} sends={per} bin={}",
+        work.seed,
+        work.bin.display()
+    );
+    let started = Instant::now();
+    let sh = Shared {
+        mr: Mailroom::new(
+            &work.bin,
+            work.home("home"),
+            work.cwd.clone(),
+            &work.journal,
+        ),
+        seed: work.seed,
+        ledger: Mutex::new(Ledger::default()),
+        problems: Mutex::new(Problems::default()),
+        senders_left: AtomicUsize::new(senders),
+        stats: Stats::default(),
+    };
+    std::thread::scope(|scope| -> Result<()> {
+        let mut handles = Vec::new();
+        for i in 0..senders {
+            let sh = &sh;
+            handles.push(scope.spawn(move || {
+                let r = sender(sh, i, per);
+                sh.senders_left.fetch_sub(1, Ordering::SeqCst);
+                r
+            }));
+        }
+        handles.push(scope.spawn(|| lister(&sh)));
+        handles.push(scope.spawn(|| archiver(&sh)));
+        handles.push(scope.spawn(|| reader_by_id(&sh)));
+        for m in 0..2 {
+            let sh = &sh;
+            handles.push(scope.spawn(move || mutator(sh, m)));
+        }
+        for h in handles {
+            h.join()
+                .map_err(|_| anyhow!("a worker thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    final_check(&sh)?;
+
+    let problems = sh
+        .problems
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    let ledger = sh
+        .ledger
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    let st = &sh.stats;
+    println!(
+        "load: operations={} acknowledged={} retries={} listings={} entries_checked={} edits(in place={} corrections={}) cancels(done={} refused={}) {problems} duration={:.1}s",
+        sh.mr.runs(),
+        ledger.acked_count(),
+        get(&st.retries),
+        get(&st.listings),
+        get(&st.entries),
+        get(&st.edited),
+        get(&st.corrected),
+        get(&st.cancelled),
+        get(&st.refused),
+        started.elapsed().as_secs_f64()
+    );
+    let passed = problems.is_empty();
+    if !passed {
+        println!(
+            "load: FAILED with {} problems (reproduce the choices with --seed {}):\n{}",
+            problems.len(),
+            work.seed,
+            problems.listing(50)
+        );
+    }
+    work.close(passed)?;
+    Ok(passed)
+}
+
+/// Sender `i`: `per` sends to one or two recipients; some carry an idempotency key and are
+/// retried once, which must give the same id back and deliver nothing new.
+fn sender(sh: &Shared<'_>, i: usize, per: usize) -> Result<()> {
+    let me = sender_name(i);
+    for seq in 0..per {
+        let mut rng = Rng::derive(sh.seed, &[i as u64, seq as u64]);
+        let first = rng.below(4) as usize;
+        let mut to = vec![RECIPIENTS[first].to_owned()];
+        if rng.chance(35) {
+            to.push(RECIPIENTS[(first + 1 + rng.below(3) as usize) % 4].to_owned());
+        }
+        let key = rng.chance(15).then(|| format!("key-{}-{i}-{seq}", sh.seed));
+        let marker = Marker {
+            from: me.clone(),
+            seq: seq as u64,
+        };
+        let subject = bodies::subject(&marker);
+        let body = bodies::body(&marker, 1);
+        let mut args = vec!["send", "--subject", &subject];
+        for t in &to {
+            args.extend(["--to", t.as_str()]);
+        }
+        if let Some(k) = &key {
+            args.extend(["--idempotency-key", k.as_str()]);
+        }
+        sh.ledger().plan_send(marker.clone(), to.clone(), None);
+        let attempts = if key.is_some() { 2 } else { 1 };
+        for attempt in 0..attempts {
+            let Some((_, v)) = sh.run(&me, &args, Some(&body), &[0])? else {
+                continue;
+            };
+            let Some(id) = v["id"].as_str() else {
+                sh.problem(
+                    Category::Failed,
+                    format!("send {marker} printed no id: {v}"),
+                );
+                continue;
+            };
+            if v["duplicate"].as_bool() != Some(attempt > 0) {
+                sh.problem(
+                    Category::Doubled,
+                    format!(
+                        "send {marker} attempt {} reported duplicate={}",
+                        attempt + 1,
+                        v["duplicate"]
+                    ),
+                );
+            }
+            if attempt > 0 {
+                bump(&sh.stats.retries, 1);
+            }
+            if let Err(e) = sh.ledger().ack_send(&marker, id) {
+                sh.problem(Category::Doubled, e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// r0: lists its inbox over and over, archives one listed message each time and everything
+/// every eighth time.
+fn lister(sh: &Shared<'_>) -> Result<()> {
+    let me = RECIPIENTS[0];
+    let mut rng = Rng::derive(sh.seed, &[1000]);
+    for round in 0.. {
+        let last = sh.senders_done();
+        if let Some((_, v)) = sh.run(me, &["inbox"], None, &[0])? {
+            sh.check_listing(&v, me, "inbox");
+            let ids = listed_ids(&v);
+            if !ids.is_empty() {
+                let id = &ids[rng.below(ids.len() as u64) as usize];
+                sh.run(me, &["done", id], None, &[0, 4])?;
+            }
+        }
+        if round % 8 == 7 {
+            sh.run(me, &["done", "--all"], None, &[0])?;
+        }
+        if last {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// r1: lists a few at a time, reads one with `--archive`, marks another done.
+fn archiver(sh: &Shared<'_>) -> Result<()> {
+    let me = RECIPIENTS[1];
+    let mut rng = Rng::derive(sh.seed, &[1001]);
+    loop {
+        let last = sh.senders_done();
+        if let Some((_, v)) = sh.run(me, &["inbox", "--limit", "4"], None, &[0])? {
+            sh.check_listing(&v, me, "inbox --limit 4");
+            let ids = listed_ids(&v);
+            if !ids.is_empty() {
+                let k = rng.below(ids.len() as u64) as usize;
+                if let Some((_, r)) = sh.run(me, &["read", &ids[k], "--archive"], None, &[0, 4])? {
+                    sh.check_listing(&r, me, "read --archive");
+                }
+                if ids.len() > 1 {
+                    sh.run(me, &["done", &ids[(k + 1) % ids.len()]], None, &[0, 4])?;
+                }
+            }
+        }
+        if last {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// r2: never lists; reads acknowledged messages by id and marks half of them done.
+fn reader_by_id(sh: &Shared<'_>) -> Result<()> {
+    let me = RECIPIENTS[2];
+    let mut rng = Rng::derive(sh.seed, &[1002]);
+    loop {
+        let last = sh.senders_done();
+        let pick = {
+            let ledger = sh.ledger();
+            let mine: Vec<&String> = ledger
+                .acked_ids()
+                .iter()
+                .filter(|id| {
+                    ledger
+                        .by_id(id)
+                        .is_some_and(|s| s.to.iter().any(|t| t == me))
+                })
+                .collect();
+            (!mine.is_empty()).then(|| mine[rng.below(mine.len() as u64) as usize].clone())
+        };
+        match pick {
+            Some(id) => {
+                if let Some((_, v)) = sh.run(me, &["read", &id], None, &[0, 4])? {
+                    if v.get("messages").is_some() {
+                        sh.check_listing(&v, me, "read");
+                    }
+                }
+                if rng.chance(50) {
+                    sh.run(me, &["done", &id], None, &[0, 4])?;
+                }
+            }
+            None if last => {}
+            // Nothing acknowledged to r2 yet: the senders have only just started.
+            None => std::thread::yield_now(),
+        }
+        if last {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Editors and cancellers, acting as each message's sender: mostly on recent messages (still
+/// unread somewhere), sometimes on old ones (read or archived by now).
+fn mutator(sh: &Shared<'_>, m: usize) -> Result<()> {
+    let mut rng = Rng::derive(sh.seed, &[2000 + m as u64]);
+    loop {
+        let last = sh.senders_done();
+        let edit = rng.chance(55);
+        let pick = {
+            let mut ledger = sh.ledger();
+            let ids = ledger.acked_ids();
+            let n = ids.len() as u64;
+            let id = match n {
+                0 => None,
+                _ if rng.chance(60) => Some(ids[(n - 1 - rng.below(n.min(16))) as usize].clone()),
+                _ => Some(ids[rng.below(n) as usize].clone()),
+            };
+            id.filter(|id| {
+                if edit {
+                    ledger.plan_edit(id)
+                } else {
+                    ledger.plan_cancel(id)
+                }
+            })
+            .and_then(|id| Some((ledger.by_id(&id)?.marker.clone(), id)))
+        };
+        match pick {
+            Some((marker, id)) if edit => edit_one(sh, &marker, &id)?,
+            Some((marker, id)) => cancel_one(sh, &marker, &id)?,
+            None if last => {}
+            // Nothing to edit yet, or the pick was taken: pick again.
+            None => std::thread::yield_now(),
+        }
+        if last {
+            break;
+        }
+    }
+    Ok(())
+}
+
+fn edit_one(sh: &Shared<'_>, marker: &Marker, id: &str) -> Result<()> {
+    let body = bodies::body(marker, 2);
+    let Some((_, v)) = sh.run(&marker.from, &["edit", id, "--message", &body], None, &[0])? else {
+        return Ok(());
+    };
+    let mut outcomes = Vec::new();
+    for o in v["outcomes"].as_array().into_iter().flatten() {
+        let to = o["recipient"].as_str().unwrap_or("").to_owned();
+        let outcome = match (o["outcome"].as_str(), o["correction_id"].as_str()) {
+            (Some("edited"), _) => EditOutcome::Edited,
+            (Some("correction"), Some(c)) => EditOutcome::Correction(c.to_owned()),
+            (Some("cancelled"), _) => EditOutcome::Cancelled,
+            _ => {
+                sh.problem(
+                    Category::Failed,
+                    format!("edit {id} printed an unknown outcome {o}"),
+                );
+                continue;
+            }
+        };
+        match outcome {
+            EditOutcome::Edited => bump(&sh.stats.edited, 1),
+            EditOutcome::Correction(_) => bump(&sh.stats.corrected, 1),
+            EditOutcome::Cancelled => {}
+        }
+        outcomes.push((to, outcome));
+    }
+    sh.ledger().report_edit(id, outcomes);
+    Ok(())
+}
+
+fn cancel_one(sh: &Shared<'_>, marker: &Marker, id: &str) -> Result<()> {
+    let Some((o, v)) = sh.run(&marker.from, &["cancel", id], None, &[0, 4])? else {
+        return Ok(());
+    };
+    let cancel = if o.code == Some(4) {
+        bump(&sh.stats.refused, 1);
+        Cancel::Refused
+    } else {
+        let states: Vec<(String, String)> = v["recipients"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| {
+                (
+                    r["recipient"].as_str().unwrap_or("").to_owned(),
+                    r["state"].as_str().unwrap_or("").to_owned(),
+                )
+            })
+            .collect();
+        bump(
+            &sh.stats.cancelled,
+            states.iter().filter(|(_, s)| s == "cancelled").count(),
+        );
+        Cancel::Reported(states)
+    };
+    sh.ledger().report_cancel(id, cancel);
+    Ok(())
+}
+
+fn listed_ids(v: &Value) -> Vec<String> {
+    v["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["id"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// After the run: every mailbox's inbox lists exactly its pending files, `doctor` finds
+/// nothing, no temp file is left, and every file holds to the ledger.
+fn final_check(sh: &Shared<'_>) -> Result<()> {
+    let before = Snapshot::scan(sh.mr.home())?;
+    for mailbox in RECIPIENTS {
+        let Some((_, v)) = sh.run(mailbox, &["inbox"], None, &[0])? else {
+            continue;
+        };
+        sh.check_listing(&v, mailbox, "final inbox");
+        let listed: BTreeSet<String> = listed_ids(&v).into_iter().collect();
+        let pending: BTreeSet<String> = before
+            .copies
+            .iter()
+            .filter(|c| c.mailbox == mailbox && matches!(c.folder, Folder::Unread | Folder::Read))
+            .map(|c| c.id.clone())
+            .collect();
+        for id in pending.difference(&listed) {
+            sh.problem(
+                Category::Lost,
+                format!("{id} is pending in {mailbox} but inbox does not list it"),
+            );
+        }
+        for id in listed.difference(&pending) {
+            sh.problem(
+                Category::Mismatch,
+                format!("inbox of {mailbox} lists {id}, which is not pending on disk"),
+            );
+        }
+    }
+    let doctor = sh.mr.run(None, &["doctor"], None, "final doctor")?;
+    let clean = doctor
+        .json()
+        .is_some_and(|v| v["findings"].as_array().is_some_and(Vec::is_empty));
+    if !doctor.ok() || !clean {
+        sh.problem(
+            Category::Failed,
+            format!(
+                "doctor after a clean run: {}: {}",
+                doctor.describe(),
+                doctor.stdout.trim()
+            ),
+        );
+    }
+    let after = Snapshot::scan(sh.mr.home())?;
+    for t in &after.temp_files {
+        sh.problem(
+            Category::Failed,
+            format!("a temp file is left after a clean run: {}", t.display()),
+        );
+    }
+    let mut p = Problems::default();
+    check::check_disk(&after, &sh.ledger(), &mut p);
+    sh.problems
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .extend(p);
+    Ok(())
+}

@@ -1,0 +1,72 @@
+//! The harness's quick sizes, run against the debug build of `mailroom` on every
+//! `cargo test --workspace` (which builds every binary of the workspace, `mailroom` included,
+//! into the same `target/debug/` as `mailroom-stress`). Each run uses a fresh seed and prints
+//! it; a failure prints the problems and keeps the home and journal for a post-mortem.
+//!
+//! `cfg(test)` marks the helpers as test code for clippy's `allow-expect-in-tests`.
+#![cfg(test)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const STRESS: &str = env!("CARGO_BIN_EXE_mailroom-stress");
+
+/// `target/<profile>/mailroom`, next to the harness binary.
+fn mailroom_bin() -> PathBuf {
+    let bin = std::path::Path::new(STRESS)
+        .parent()
+        .expect("the harness binary is in a directory")
+        .join("mailroom");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run `cargo build -p mailroom` first (`cargo test --workspace` builds it)",
+        bin.display()
+    );
+    bin
+}
+
+/// Runs `mailroom-stress ARGS --bin <debug mailroom>` and returns its summary line.
+fn stress(args: &[&str], summary_prefix: &str) -> String {
+    let out = Command::new(STRESS)
+        .args(args)
+        .arg("--bin")
+        .arg(mailroom_bin())
+        .output()
+        .expect("start mailroom-stress");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "mailroom-stress {args:?} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    let summary = stdout
+        .lines()
+        .rfind(|l| l.starts_with(summary_prefix))
+        .unwrap_or_default()
+        .to_owned();
+    println!("{stdout}");
+    summary
+}
+
+#[test]
+fn quick_load_loses_doubles_tears_and_misdelivers_nothing() {
+    let summary = stress(&["load", "--quick"], "load: operations=");
+    assert!(
+        summary.contains(" lost=0 doubled=0 torn=0 misdelivered=0 mismatched=0 failed=0 "),
+        "{summary}"
+    );
+}
+
+#[test]
+fn quick_crash_trials_lose_double_and_tear_nothing_and_doctor_cleans_up() {
+    let summary = stress(&["crash", "--quick"], "crash: trials=");
+    assert!(
+        summary.contains(" lost=0 doubled=0 torn=0 misdelivered=0 mismatched=0 failed=0 "),
+        "{summary}"
+    );
+    assert!(
+        !summary.contains("faults_injected=0 "),
+        "no kill landed mid-run: {summary}"
+    );
+}

@@ -1,0 +1,28 @@
+//! Reading m_AI_l mailbox files and Markdown tables never panics, and every problem names a
+//! line that exists.
+#![no_main]
+
+use jiff::Timestamp;
+use libfuzzer_sys::fuzz_target;
+use mailroom_core::interchange::m_ai_l;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let lines = text.lines().count().max(1);
+    let parsed = m_ai_l::parse(text, Timestamp::UNIX_EPOCH);
+    for p in &parsed.problems {
+        assert!(
+            p.line >= 1 && p.line <= lines,
+            "problem at line {} of {lines}",
+            p.line
+        );
+    }
+    for (line, _cells) in m_ai_l::table_rows(text) {
+        assert!(
+            line >= 1 && line <= lines,
+            "table row at line {line} of {lines}"
+        );
+    }
+});
