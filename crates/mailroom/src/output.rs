@@ -92,6 +92,35 @@ pub fn damaged_json(d: &[Damaged]) -> Value {
     )
 }
 
+/// Writes to stdout; a reader that went away (`mailroom inbox | head`) ends the process
+/// quietly instead of a panic, as a closed pipe ends other Unix tools.
+pub fn write_out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// `print!` that survives a closed pipe.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::output::write_out(format_args!($($arg)*)) };
+}
+
+/// `println!` that survives a closed pipe.
+#[macro_export]
+macro_rules! outln {
+    () => { $crate::output::write_out(format_args!("\n")) };
+    ($($arg:tt)*) => {{
+        $crate::output::write_out(format_args!($($arg)*));
+        $crate::output::write_out(format_args!("\n"));
+    }};
+}
+
 /// Prints JSON on stdout, pretty, in one buffered write.
 pub fn print_json<T: serde::Serialize + ?Sized>(v: &T) {
     use std::io::Write;

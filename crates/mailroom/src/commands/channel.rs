@@ -23,7 +23,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                     "channels": list.iter().map(|c| json!({"name": c.channel.name.as_str(), "entries": c.entries, "unseen": c.unseen})).collect::<Vec<_>>(),
                 }));
             } else if list.is_empty() {
-                println!(
+                crate::outln!(
                     "Project '{project}' has no channels yet; `mailroom channel post NAME` starts one."
                 );
             } else {
@@ -35,7 +35,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                         c.unseen.to_string(),
                     ]);
                 }
-                print!("{}", table(&rows));
+                crate::out!("{}", table(&rows));
             }
         }
         ChannelAction::Post {
@@ -73,7 +73,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                     "notice": render::UNTRUSTED_NOTICE,
                 }));
             } else if read.messages.is_empty() && read.damaged.is_empty() {
-                println!("Nothing new in #{} for {me}.", read.channel);
+                crate::outln!("Nothing new in #{} for {me}.", read.channel);
             } else {
                 let frame = Frame {
                     recipient: &me,
@@ -83,7 +83,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                     more_command: &format!("mailroom channel read {name}"),
                     hints: false,
                 };
-                print!(
+                crate::out!(
                     "{}",
                     render::injection(&frame, &read.messages, &read.damaged)
                 );
@@ -99,7 +99,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                     "notice": render::UNTRUSTED_NOTICE,
                 }));
             } else if listing.messages.is_empty() && listing.damaged.is_empty() {
-                println!("#{channel} has no entries.");
+                crate::outln!("#{channel} has no entries.");
             } else {
                 let frame = Frame {
                     recipient: &me,
@@ -109,7 +109,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                     more_command: "",
                     hints: false,
                 };
-                print!(
+                crate::out!(
                     "{}",
                     render::injection(&frame, &listing.messages, &listing.damaged)
                 );
@@ -120,7 +120,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
             if ctx.json {
                 output::print_json(&json!({"channel": name, "mailbox_md": text}));
             } else {
-                print!("{text}");
+                crate::out!("{text}");
             }
         }
         ChannelAction::Import { name, file } => {
@@ -142,7 +142,7 @@ pub fn retract(ctx: &mut Ctx, id: &str) -> Result<()> {
             &json!({"message": message_json(&message, Some(mailroom_core::State::Retracted))}),
         );
     } else {
-        println!(
+        crate::outln!(
             "retracted {}: members who saw it keep it; nobody else will get it",
             message.id
         );

@@ -18,12 +18,12 @@ impl Demo {
     /// Prints a step, then runs it as the CLI would.
     fn step(&self, note: &str, args: &[&str]) -> Result<()> {
         if note.is_empty() {
-            println!();
+            crate::outln!();
         } else {
-            println!("\n# {note}");
+            crate::outln!("\n# {note}");
         }
         let shown: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
-        println!("$ mailroom {}", shown.join(" "));
+        crate::outln!("$ mailroom {}", shown.join(" "));
         let cli = Cli::try_parse_from(std::iter::once("mailroom").chain(args.iter().copied()))
             .context("a demo step is not a valid command line")?;
         super::run(cli, &self.env)
@@ -57,8 +57,8 @@ pub fn run() -> Result<()> {
         .tempdir()
         .context("cannot create a temporary home for the demo")?;
     let home = dir.path().join("home");
-    println!("mailroom demo: a temporary home at {}", home.display());
-    println!("(every step below is a real `mailroom` command run against it)");
+    crate::outln!("mailroom demo: a temporary home at {}", home.display());
+    crate::outln!("(every step below is a real `mailroom` command run against it)");
     let demo = Demo {
         env: Env {
             home: Some(home.clone()),
@@ -202,6 +202,6 @@ pub fn run() -> Result<()> {
         "Everything is plain Markdown on disk; search covers the archive too.",
         &["--as", web, "search", "alias"],
     )?;
-    println!("\nThat was the whole exchange. The temporary home is removed now.");
+    crate::outln!("\nThat was the whole exchange. The temporary home is removed now.");
     Ok(())
 }

@@ -36,7 +36,7 @@ pub fn roster(ctx: &mut Ctx, action: Option<RosterAction>) -> Result<()> {
                 return Ok(());
             }
             if members.is_empty() {
-                println!("Project '{project}' has no members yet.");
+                crate::outln!("Project '{project}' has no members yet.");
                 return Ok(());
             }
             let mut rows = vec![vec![
@@ -53,7 +53,7 @@ pub fn roster(ctx: &mut Ctx, action: Option<RosterAction>) -> Result<()> {
                     when(m.joined),
                 ]);
             }
-            print!("{}", table(&rows));
+            crate::out!("{}", table(&rows));
             return Ok(());
         }
         RosterAction::Add {
@@ -81,7 +81,7 @@ pub fn roster(ctx: &mut Ctx, action: Option<RosterAction>) -> Result<()> {
     if ctx.json {
         output::print_json(&json!({"project": project.as_str(), "member": member_json(&member)}));
     } else {
-        println!(
+        crate::outln!(
             "{verb} {}@{project} ({})",
             member.handle,
             member.status.as_str()
@@ -102,7 +102,7 @@ pub fn projects(ctx: &mut Ctx, action: Option<ProjectsAction>) -> Result<()> {
                 return Ok(());
             }
             if projects.is_empty() {
-                println!("No projects yet; the first send creates one.");
+                crate::outln!("No projects yet; the first send creates one.");
                 return Ok(());
             }
             let mut rows = vec![vec![
@@ -120,20 +120,20 @@ pub fn projects(ctx: &mut Ctx, action: Option<ProjectsAction>) -> Result<()> {
                     when(p.created),
                 ]);
             }
-            print!("{}", table(&rows));
+            crate::out!("{}", table(&rows));
         }
         ProjectsAction::Add { name, policy: p } => {
             let (project, created) = mr.add_project(&name, policy(p))?;
             if ctx.json {
                 output::print_json(&json!({"project": project_json(&project), "created": created}));
             } else if created {
-                println!(
+                crate::outln!(
                     "created project '{}' (policy {})",
                     project.name,
                     project.policy.as_str()
                 );
             } else {
-                println!(
+                crate::outln!(
                     "project '{}' already exists (policy {})",
                     project.name,
                     project.policy.as_str()
@@ -145,7 +145,7 @@ pub fn projects(ctx: &mut Ctx, action: Option<ProjectsAction>) -> Result<()> {
             if ctx.json {
                 output::print_json(&json!({"project": name, "policy": policy(p).as_str()}));
             } else {
-                println!("project '{name}' now has policy {}", policy(p).as_str());
+                crate::outln!("project '{name}' now has policy {}", policy(p).as_str());
             }
         }
     }
@@ -168,18 +168,18 @@ pub fn resolve(ctx: &mut Ctx, name: &str) -> Result<()> {
         return Ok(());
     }
     match &r.chosen {
-        Some(c) => println!("{name} -> {} ({})", c.address, c.reason),
-        None => println!("{name} -> no existing mailbox"),
+        Some(c) => crate::outln!("{name} -> {} ({})", c.address, c.reason),
+        None => crate::outln!("{name} -> no existing mailbox"),
     }
     for c in r
         .candidates
         .iter()
         .filter(|c| Some(*c) != r.chosen.as_ref())
     {
-        println!("  also: {} ({})", c.address, c.reason);
+        crate::outln!("  also: {} ({})", c.address, c.reason);
     }
     if let Some(note) = &r.note {
-        println!("  {note}");
+        crate::outln!("  {note}");
     }
     Ok(())
 }

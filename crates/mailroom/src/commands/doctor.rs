@@ -19,10 +19,10 @@ pub fn doctor(ctx: &mut Ctx, fix: bool) -> Result<()> {
     } else {
         for f in &findings {
             let status = if f.fixed { "fixed" } else { "fix" };
-            println!("{}: {} ({status}: {})", f.location, f.problem, f.fix);
+            crate::outln!("{}: {} ({status}: {})", f.location, f.problem, f.fix);
         }
         if findings.is_empty() {
-            println!("{}: healthy", ctx.store.describe());
+            crate::outln!("{}: healthy", ctx.store.describe());
         }
     }
     if open > 0 {

@@ -127,17 +127,17 @@ fn print_file_reports(ctx: &Ctx, reports: &[FileReport]) -> Result<()> {
         }));
         return Ok(());
     }
-    println!(
+    crate::outln!(
         "imported {imported} message{} from {} file{}; {duplicates} already there",
         if imported == 1 { "" } else { "s" },
         reports.len(),
         if reports.len() == 1 { "" } else { "s" }
     );
     for (file, p) in &problems {
-        println!("{file}:{}: {}", p.line, p.message);
+        crate::outln!("{file}:{}: {}", p.line, p.message);
     }
     if !problems.is_empty() {
-        println!(
+        crate::outln!(
             "{} problem{} above: what could be recovered was imported",
             problems.len(),
             if problems.len() == 1 { "" } else { "s" }

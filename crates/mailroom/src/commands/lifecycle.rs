@@ -34,7 +34,7 @@ pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
         return Ok(());
     }
     if inbox.messages.is_empty() && inbox.damaged.is_empty() {
-        println!("No pending mail for {me}.");
+        crate::outln!("No pending mail for {me}.");
         return Ok(());
     }
     let frame = Frame {
@@ -45,7 +45,7 @@ pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
         more_command: "mailroom inbox",
         hints: true,
     };
-    print!(
+    crate::out!(
         "{}",
         render::injection(&frame, &inbox.messages, &inbox.damaged)
     );
@@ -71,12 +71,12 @@ pub fn read(ctx: &mut Ctx, id: &str, archive: bool) -> Result<()> {
         more_command: "",
         hints: !read.archived,
     };
-    print!(
+    crate::out!(
         "{}",
         render::injection(&frame, std::slice::from_ref(&read.stored), &[])
     );
     if read.archived {
-        println!("archived {}", read.stored.message.id);
+        crate::outln!("archived {}", read.stored.message.id);
     }
     Ok(())
 }
@@ -88,7 +88,7 @@ pub fn done(ctx: &mut Ctx, ids: &[String], all: bool) -> Result<()> {
         if ctx.json {
             output::print_json(&json!({"done": n}));
         } else {
-            println!("marked {n} message{} done", if n == 1 { "" } else { "s" });
+            crate::outln!("marked {n} message{} done", if n == 1 { "" } else { "s" });
         }
         return Ok(());
     }
@@ -101,9 +101,9 @@ pub fn done(ctx: &mut Ctx, ids: &[String], all: bool) -> Result<()> {
     }
     for (id, moved) in results {
         if moved {
-            println!("done {id}");
+            crate::outln!("done {id}");
         } else {
-            println!("done {id} (it already was)");
+            crate::outln!("done {id} (it already was)");
         }
     }
     Ok(())
@@ -115,7 +115,7 @@ pub fn archive(ctx: &mut Ctx) -> Result<()> {
     if ctx.json {
         output::print_json(&json!({"archived": n, "mailbox": me.to_string()}));
     } else {
-        println!(
+        crate::outln!(
             "archived {n} message{} from {me}",
             if n == 1 { "" } else { "s" }
         );
@@ -152,16 +152,17 @@ pub fn edit(ctx: &mut Ctx, args: EditArgs) -> Result<()> {
     }
     for (to, outcome) in &report.outcomes {
         match outcome {
-            EditOutcome::Edited => println!(
+            EditOutcome::Edited => crate::outln!(
                 "edited {} in place at {to} (revision {})",
-                report.message.id, report.message.revision
+                report.message.id,
+                report.message.revision
             ),
-            EditOutcome::Corrected(id) => println!(
+            EditOutcome::Corrected(id) => crate::outln!(
                 "{to} had already read {}; sent correction {id}",
                 report.message.id
             ),
             EditOutcome::Cancelled => {
-                println!("{to}: {} was cancelled; nothing sent", report.message.id)
+                crate::outln!("{to}: {} was cancelled; nothing sent", report.message.id)
             }
         }
     }
@@ -180,8 +181,8 @@ pub fn cancel(ctx: &mut Ctx, id: &str) -> Result<()> {
     }
     for (to, state) in &report.outcomes {
         match state {
-            mailroom_core::State::Cancelled => println!("cancelled {} at {to}", report.id),
-            other => println!(
+            mailroom_core::State::Cancelled => crate::outln!("cancelled {} at {to}", report.id),
+            other => crate::outln!(
                 "{to} has already {} {}; it stands",
                 if *other == mailroom_core::State::Done {
                     "archived"
@@ -212,7 +213,7 @@ pub fn outbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
         return Ok(());
     }
     if entries.is_empty() {
-        println!("Nothing sent by {me}.");
+        crate::outln!("Nothing sent by {me}.");
         return Ok(());
     }
     let mut rows = vec![vec![
@@ -234,7 +235,7 @@ pub fn outbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
             e.message.subject.clone(),
         ]);
     }
-    print!("{}", table(&rows));
+    crate::out!("{}", table(&rows));
     Ok(())
 }
 
@@ -245,7 +246,7 @@ pub fn recover(ctx: &mut Ctx, restore: Option<&str>, limit: usize) -> Result<()>
         if ctx.json {
             output::print_json(&json!({"messages": [stored_json(&stored)]}));
         } else {
-            println!(
+            crate::outln!(
                 "restored {} to pending; it will be delivered again",
                 stored.message.id
             );
@@ -266,7 +267,7 @@ pub fn recover(ctx: &mut Ctx, restore: Option<&str>, limit: usize) -> Result<()>
         return Ok(());
     }
     if recent.is_empty() {
-        println!("Nothing archived for {me}.");
+        crate::outln!("Nothing archived for {me}.");
         return Ok(());
     }
     let mut rows = vec![vec![
@@ -283,8 +284,8 @@ pub fn recover(ctx: &mut Ctx, restore: Option<&str>, limit: usize) -> Result<()>
             s.message.subject.clone(),
         ]);
     }
-    print!("{}", table(&rows));
-    println!("restore one with `mailroom recover --restore ID`");
+    crate::out!("{}", table(&rows));
+    crate::outln!("restore one with `mailroom recover --restore ID`");
     Ok(())
 }
 
@@ -309,7 +310,7 @@ pub fn search(ctx: &mut Ctx, query: &str) -> Result<()> {
         return Ok(());
     }
     if found.hits.is_empty() {
-        println!("No message of {me} matches '{query}'.");
+        crate::outln!("No message of {me} matches '{query}'.");
         return Ok(());
     }
     let stored: Vec<_> = found.hits.into_iter().map(|h| h.stored).collect();
@@ -321,6 +322,6 @@ pub fn search(ctx: &mut Ctx, query: &str) -> Result<()> {
         more_command: "",
         hints: false,
     };
-    print!("{}", render::injection(&frame, &stored, &found.damaged));
+    crate::out!("{}", render::injection(&frame, &stored, &found.damaged));
     Ok(())
 }

@@ -93,6 +93,6 @@ pub(crate) fn print_sent(ctx: &Ctx, sent: &Sent, verb: &str, closed: Option<bool
     if let (Some(true), Some(orig)) = (closed, sent.message.reply_to) {
         line.push_str(&format!("; closed {orig}"));
     }
-    println!("{line}");
+    crate::outln!("{line}");
     Ok(())
 }

@@ -15,10 +15,10 @@ pub fn whoami(ctx: &mut Ctx) -> Result<()> {
         if ctx.json {
             output::print_json(&json!({"identity": null, "home": home, "repo": repo}));
         } else {
-            println!(
+            crate::outln!(
                 "identity: none (not in a git repository; pass --as, set MAILROOM_AS, or add .mailroom.toml)"
             );
-            println!("home:     {home}");
+            crate::outln!("home:     {home}");
         }
         return Ok(());
     };
@@ -38,16 +38,16 @@ pub fn whoami(ctx: &mut Ctx) -> Result<()> {
         }));
         return Ok(());
     }
-    println!(
+    crate::outln!(
         "identity: {} (from {})",
         identity.address,
         identity.source.as_str()
     );
     if let Some(p) = &c.project {
-        println!("project:  {} (policy {})", p.name, p.policy.as_str());
+        crate::outln!("project:  {} (policy {})", p.name, p.policy.as_str());
     }
     match &c.member {
-        Some(m) => println!(
+        Some(m) => crate::outln!(
             "member:   {}{}, joined {}",
             m.status.as_str(),
             if m.role.is_empty() {
@@ -57,15 +57,19 @@ pub fn whoami(ctx: &mut Ctx) -> Result<()> {
             },
             output::when(m.joined)
         ),
-        None if identity.address.is_human() => println!("member:   the operator (global mailbox)"),
+        None if identity.address.is_human() => {
+            crate::outln!("member:   the operator (global mailbox)")
+        }
         None => {
-            println!("member:   not yet on the roster (joins on first send in an open project)")
+            crate::outln!(
+                "member:   not yet on the roster (joins on first send in an open project)"
+            )
         }
     }
-    println!("pending:  {} unread, {} read", c.unread, c.read);
-    println!("home:     {home}");
+    crate::outln!("pending:  {} unread, {} read", c.unread, c.read);
+    crate::outln!("home:     {home}");
     if let Some(r) = repo {
-        println!("repo:     {r}");
+        crate::outln!("repo:     {r}");
     }
     Ok(())
 }

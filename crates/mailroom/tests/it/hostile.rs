@@ -56,3 +56,22 @@ echo "temp files=$(cd "$MAILROOM_HOME" && find . -path '*/tmp/*' -type f | wc -l
         "the error names the path and the fix: {stderr}"
     );
 }
+
+#[test]
+fn output_into_a_closed_pipe_ends_quietly_instead_of_panicking() {
+    // `mailroom inbox | head` once panicked with "failed printing to stdout".
+    let home = crate::support::Home::new();
+    home.send("alice", "bob", "hello");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_mailroom"))
+        .args(["--as", "bob", "inbox"])
+        .env("MAILROOM_HOME", home.path())
+        .env_remove("MAILROOM_AS")
+        .current_dir(home.path().parent().unwrap())
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), stderr.as_ref()), (Some(0), ""));
+}
