@@ -12,41 +12,14 @@ use std::collections::HashMap;
 
 use jiff::Timestamp;
 use mailroom_core::message::ChannelRef;
-use mailroom_core::{Address, Kind, Message, MessageId, Priority};
-use serde::{Deserialize, Serialize};
+use mailroom_core::{Address, Kind, Message, MessageId, Priority, Stored};
 
 /// The cache file's name inside a mailbox directory.
 pub const CACHE_FILE: &str = "pending.cache";
 
-/// Bumped whenever the record layout changes: an old cache is then ignored.
-const VERSION: u32 = 1;
-
-#[derive(Serialize, Deserialize)]
-struct File<'a> {
-    version: u32,
-    #[serde(borrow)]
-    entries: Vec<Record<'a>>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct Record<'a> {
-    name: &'a str,
-    ino: u64,
-    id: &'a str,
-    from: &'a str,
-    to: Vec<&'a str>,
-    subject: std::borrow::Cow<'a, str>,
-    body: std::borrow::Cow<'a, str>,
-    kind: &'a str,
-    priority: &'a str,
-    date_ms: i64,
-    reply_to: Option<&'a str>,
-    thread: &'a str,
-    revision: u32,
-    edited_ms: Option<i64>,
-    channel: Option<&'a str>,
-    warnings: Vec<std::borrow::Cow<'a, str>>,
-}
+/// The first bytes of a cache file; bumped whenever the record layout changes, so an old
+/// cache is ignored.
+const MAGIC: &[u8; 8] = b"MRCACHE2";
 
 /// A cached, decoded message file.
 #[derive(Clone, Debug)]
@@ -55,32 +28,43 @@ pub struct Cached {
     pub warnings: Vec<String>,
 }
 
-/// The cache as read: `(file name, inode)` → content.
+/// The cache as read: inode → (file name, content).
 #[derive(Debug, Default)]
 pub struct Cache {
-    entries: HashMap<(String, u64), Cached>,
+    entries: HashMap<u64, (String, Cached)>,
 }
 
 impl Cache {
     /// Parses a cache file; anything unexpected gives an empty cache.
     pub fn parse(bytes: &[u8]) -> Cache {
-        let Ok(file) = serde_json::from_slice::<File<'_>>(bytes) else {
-            return Cache::default();
-        };
-        if file.version != VERSION {
+        let mut r = Reader { buf: bytes, pos: 0 };
+        if r.take(MAGIC.len()) != Some(&MAGIC[..]) {
             return Cache::default();
         }
-        let entries = file
-            .entries
-            .into_iter()
-            .filter_map(|r| Some(((r.name.to_owned(), r.ino), decode(&r)?)))
-            .collect();
+        let Some(count) = r.u32() else {
+            return Cache::default();
+        };
+        // Each record takes well over 64 bytes: a count beyond that is damage, not a size.
+        let mut entries = HashMap::with_capacity((count as usize).min(bytes.len() / 64));
+        for _ in 0..count {
+            match r.record() {
+                Some((name, ino, cached)) => {
+                    entries.insert(ino, (name.to_owned(), cached));
+                }
+                None => return Cache::default(),
+            }
+        }
         Cache { entries }
     }
 
     /// Takes the content cached for this file, if it is the file that was cached.
     pub fn take(&mut self, name: &str, ino: u64) -> Option<Cached> {
-        self.entries.remove(&(name.to_owned(), ino))
+        match self.entries.get(&ino) {
+            Some((cached_name, _)) if cached_name == name => {
+                self.entries.remove(&ino).map(|(_, c)| c)
+            }
+            _ => None,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -88,92 +72,196 @@ impl Cache {
     }
 }
 
-fn decode(r: &Record<'_>) -> Option<Cached> {
-    let ts = |ms: i64| Timestamp::from_millisecond(ms).ok();
-    Some(Cached {
-        message: Message {
-            id: MessageId::parse(r.id)?,
-            from: Address::parse_canonical(r.from).ok()?,
-            to: r
-                .to
-                .iter()
-                .map(|t| Address::parse_canonical(t).ok())
-                .collect::<Option<_>>()?,
-            subject: r.subject.to_string(),
-            body: r.body.to_string(),
-            kind: r.kind.parse::<Kind>().ok()?,
-            priority: r.priority.parse::<Priority>().ok()?,
-            date: ts(r.date_ms)?,
-            reply_to: match r.reply_to {
-                Some(s) => Some(MessageId::parse(s)?),
-                None => None,
-            },
-            thread: MessageId::parse(r.thread)?,
-            revision: r.revision,
-            edited: match r.edited_ms {
-                Some(ms) => Some(ts(ms)?),
-                None => None,
-            },
-            channel: match r.channel {
-                Some(c) => Some(ChannelRef::parse_canonical(c)?),
-                None => None,
-            },
-        },
-        warnings: r.warnings.iter().map(|w| w.to_string()).collect(),
-    })
+/// A bounds-checked reader over the cache's length-prefixed fields. Written by hand: the
+/// format is private, read on every listing, and a general serialiser cost more than the
+/// rest of a listing of a thousand messages.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
 }
 
-/// The strings a record borrows, rendered once per message.
-struct Rendered {
-    id: String,
-    to: Vec<String>,
-    from: String,
-    reply_to: Option<String>,
-    thread: String,
-    channel: Option<String>,
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let s = self.buf.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
+
+    fn str(&mut self) -> Option<&'a str> {
+        let n = self.u32()? as usize;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+
+    fn opt_str(&mut self) -> Option<Option<&'a str>> {
+        match self.take(1)? {
+            [0] => Some(None),
+            _ => self.str().map(Some),
+        }
+    }
+
+    fn time(&mut self) -> Option<Timestamp> {
+        Timestamp::from_millisecond(self.u64()? as i64).ok()
+    }
+
+    fn record(&mut self) -> Option<(&'a str, u64, Cached)> {
+        let name = self.str()?;
+        let ino = self.u64()?;
+        let id = MessageId::parse(self.str()?)?;
+        let from = Address::parse_canonical(self.str()?).ok()?;
+        let to = (0..self.u32()?)
+            .map(|_| self.str().and_then(|t| Address::parse_canonical(t).ok()))
+            .collect::<Option<Vec<_>>>()?;
+        let subject = self.str()?.to_owned();
+        let body = self.str()?.to_owned();
+        let kind = self.str()?.parse::<Kind>().ok()?;
+        let priority = self.str()?.parse::<Priority>().ok()?;
+        let date = self.time()?;
+        let reply_to = match self.opt_str()? {
+            Some(r) => Some(MessageId::parse(r)?),
+            None => None,
+        };
+        let thread = MessageId::parse(self.str()?)?;
+        let revision = self.u32()?;
+        let edited = match self.take(1)? {
+            [0] => None,
+            _ => Some(self.time()?),
+        };
+        let channel = match self.opt_str()? {
+            Some(c) => Some(ChannelRef::parse_canonical(c)?),
+            None => None,
+        };
+        let warnings = (0..self.u32()?)
+            .map(|_| self.str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()?;
+        let message = Message {
+            id,
+            from,
+            to,
+            subject,
+            body,
+            kind,
+            priority,
+            date,
+            reply_to,
+            thread,
+            revision,
+            edited,
+            channel,
+        };
+        Some((name, ino, Cached { message, warnings }))
+    }
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        None => out.push(0),
+        Some(s) => {
+            out.push(1);
+            put_str(out, s);
+        }
+    }
 }
 
 /// Serialises the entries `(file name, inode, content)` as a cache file.
-pub fn encode(entries: &[(&str, u64, &mailroom_core::Stored)]) -> Vec<u8> {
-    let rendered: Vec<Rendered> = entries
-        .iter()
-        .map(|(_, _, c)| {
-            let m = &c.message;
-            Rendered {
-                id: m.id.to_string(),
-                to: m.to.iter().map(ToString::to_string).collect(),
-                from: m.from.to_string(),
-                reply_to: m.reply_to.map(|r| r.to_string()),
-                thread: m.thread.to_string(),
-                channel: m.channel.as_ref().map(ToString::to_string),
+pub fn encode(entries: &[(&str, u64, &Stored)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + entries.len() * 512);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for (name, ino, stored) in entries {
+        let m = &stored.message;
+        put_str(&mut out, name);
+        out.extend_from_slice(&ino.to_le_bytes());
+        put_str(&mut out, &m.id.to_string());
+        put_str(&mut out, &m.from.to_string());
+        out.extend_from_slice(&(m.to.len() as u32).to_le_bytes());
+        for t in &m.to {
+            put_str(&mut out, &t.to_string());
+        }
+        put_str(&mut out, &m.subject);
+        put_str(&mut out, &m.body);
+        put_str(&mut out, m.kind.as_str());
+        put_str(&mut out, m.priority.as_str());
+        out.extend_from_slice(&(m.date.as_millisecond() as u64).to_le_bytes());
+        put_opt_str(&mut out, m.reply_to.map(|r| r.to_string()).as_deref());
+        put_str(&mut out, &m.thread.to_string());
+        out.extend_from_slice(&m.revision.to_le_bytes());
+        match m.edited {
+            None => out.push(0),
+            Some(e) => {
+                out.push(1);
+                out.extend_from_slice(&(e.as_millisecond() as u64).to_le_bytes());
             }
-        })
-        .collect();
-    let records: Vec<Record<'_>> = entries
-        .iter()
-        .zip(&rendered)
-        .map(|((name, ino, c), r)| Record {
-            name,
-            ino: *ino,
-            id: &r.id,
-            from: &r.from,
-            to: r.to.iter().map(String::as_str).collect(),
-            subject: c.message.subject.as_str().into(),
-            body: c.message.body.as_str().into(),
-            kind: c.message.kind.as_str(),
-            priority: c.message.priority.as_str(),
-            date_ms: c.message.date.as_millisecond(),
-            reply_to: r.reply_to.as_deref(),
-            thread: &r.thread,
-            revision: c.message.revision,
-            edited_ms: c.message.edited.map(|e| e.as_millisecond()),
-            channel: r.channel.as_deref(),
-            warnings: c.warnings.iter().map(|w| w.as_str().into()).collect(),
-        })
-        .collect();
-    serde_json::to_vec(&File {
-        version: VERSION,
-        entries: records,
-    })
-    .unwrap_or_default()
+        }
+        put_opt_str(
+            &mut out,
+            m.channel.as_ref().map(ToString::to_string).as_deref(),
+        );
+        out.extend_from_slice(&(stored.warnings.len() as u32).to_le_bytes());
+        for w in &stored.warnings {
+            put_str(&mut out, w);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mailroom_core::State;
+
+    #[test]
+    fn a_cache_reads_back_what_it_wrote_and_garbage_reads_as_empty() {
+        let id = MessageId::generate();
+        let stored = Stored {
+            message: Message {
+                id,
+                from: Address::parse_canonical("alice@web").unwrap(),
+                to: vec![
+                    Address::human(),
+                    Address::parse_canonical("bob@web").unwrap(),
+                ],
+                subject: "s \" ü".into(),
+                body: "line\n---\nmore".into(),
+                kind: Kind::HoldRequest,
+                priority: Priority::High,
+                date: Timestamp::from_millisecond(1_800_000_000_123).unwrap(),
+                reply_to: Some(id),
+                thread: id,
+                revision: 3,
+                edited: Some(Timestamp::from_millisecond(1_800_000_001_000).unwrap()),
+                channel: ChannelRef::parse_canonical("run-1@web"),
+            },
+            state: State::Read,
+            warnings: vec!["w".into()],
+        };
+        let bytes = encode(&[("x.md", 42, &stored)]);
+        let mut cache = Cache::parse(&bytes);
+        assert_eq!(cache.len(), 1);
+        assert!(
+            cache.take("y.md", 42).is_none(),
+            "another name is another file"
+        );
+        let got = cache.take("x.md", 42).unwrap();
+        assert_eq!(
+            (got.message, got.warnings),
+            (stored.message, stored.warnings)
+        );
+        for cut in 0..bytes.len() {
+            assert_eq!(Cache::parse(&bytes[..cut]).len(), 0, "truncated at {cut}");
+        }
+    }
 }

@@ -334,6 +334,7 @@ impl FsStore {
             _ => cache::Cache::default(),
         };
         let cached_before = old.len();
+        out.messages.reserve(cached_before);
         // (file name, inode, index in `out.messages`) of every cacheable copy listed.
         let mut keys: Vec<(String, u64, usize)> = Vec::new();
         let mut missed = false;
@@ -620,7 +621,7 @@ impl Store for FsStore {
 
     fn pending(&self, mailbox: &Address) -> Result<Listing> {
         let mut listing = self.pending_cached(mailbox)?;
-        listing.messages.sort_by_key(|s| s.message.id);
+        mailroom_core::message::sort_by_cheap_key(&mut listing.messages, |s| s.message.id);
         Ok(listing)
     }
 

@@ -22,57 +22,82 @@ pub fn recipients(m: &Message) -> String {
     }
 }
 
-/// A message as JSON (docs/CLI.md). Fields are in alphabetical order, as `serde_json::Value`
-/// objects print them, so typed and untyped output read the same.
-#[derive(serde::Serialize)]
+/// A message as JSON (docs/CLI.md). Serialised field by field, in alphabetical order (as
+/// `serde_json::Value` objects print), writing ids and dates straight into the output.
 pub struct MessageOut<'a> {
-    body: &'a str,
-    broadcast: bool,
-    channel: Option<&'a str>,
-    date: String,
-    edited: Option<String>,
-    from: String,
-    id: String,
-    kind: &'static str,
-    priority: &'static str,
-    recipients: Vec<String>,
-    reply_to: Option<String>,
-    revision: u32,
-    state: Option<&'static str>,
-    subject: &'a str,
-    thread: String,
-    timestamp: String,
-    to: String,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    m: &'a Message,
+    state: Option<State>,
     warnings: &'a [String],
 }
 
 impl<'a> MessageOut<'a> {
     pub fn new(m: &'a Message, state: Option<State>, warnings: &'a [String]) -> MessageOut<'a> {
-        MessageOut {
-            body: &m.body,
-            broadcast: m.is_channel_entry() && m.channel.as_ref().is_some_and(|c| c.is_broadcast()),
-            channel: m.channel.as_ref().map(|c| c.name.as_str()),
-            date: m.date.to_string(),
-            edited: m.edited.map(|e| e.to_string()),
-            from: m.from.to_string(),
-            id: m.id.to_string(),
-            kind: m.kind.as_str(),
-            priority: m.priority.as_str(),
-            recipients: m.to.iter().map(ToString::to_string).collect(),
-            reply_to: m.reply_to.map(|r| r.to_string()),
-            revision: m.revision,
-            state: state.map(State::as_str),
-            subject: &m.subject,
-            thread: m.thread.to_string(),
-            timestamp: m.date.strftime("%Y%m%d-%H%M").to_string(),
-            to: recipients(m),
-            warnings,
-        }
+        MessageOut { m, state, warnings }
     }
 
     pub fn stored(s: &'a Stored) -> MessageOut<'a> {
         MessageOut::new(&s.message, Some(s.state), &s.warnings)
+    }
+}
+
+/// Serialises a value through its `Display`, without an intermediate `String`.
+struct Shown<T>(T);
+
+impl<T: std::fmt::Display> serde::Serialize for Shown<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+/// The recipients as one line (see [`recipients`]), written without allocating.
+struct ToLine<'a>(&'a Message);
+
+impl std::fmt::Display for ToLine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let m = self.0;
+        if let (Some(c), true) = (&m.channel, m.to.is_empty()) {
+            return write!(f, "#{c}");
+        }
+        for (i, t) in m.to.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{t}")?;
+        }
+        Ok(())
+    }
+}
+
+impl serde::Serialize for MessageOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let m = self.m;
+        let mut st = s.serialize_struct("Message", 18)?;
+        st.serialize_field("body", &m.body)?;
+        st.serialize_field(
+            "broadcast",
+            &(m.is_channel_entry() && m.channel.as_ref().is_some_and(|c| c.is_broadcast())),
+        )?;
+        st.serialize_field("channel", &m.channel.as_ref().map(|c| c.name.as_str()))?;
+        st.serialize_field("date", &Shown(m.date))?;
+        st.serialize_field("edited", &m.edited.map(Shown))?;
+        st.serialize_field("from", &Shown(&m.from))?;
+        st.serialize_field("id", &Shown(m.id))?;
+        st.serialize_field("kind", m.kind.as_str())?;
+        st.serialize_field("priority", m.priority.as_str())?;
+        let to: Vec<Shown<&mailroom_core::Address>> = m.to.iter().map(Shown).collect();
+        st.serialize_field("recipients", &to)?;
+        st.serialize_field("reply_to", &m.reply_to.map(Shown))?;
+        st.serialize_field("revision", &m.revision)?;
+        st.serialize_field("state", &self.state.map(State::as_str))?;
+        st.serialize_field("subject", &m.subject)?;
+        st.serialize_field("thread", &Shown(m.thread))?;
+        st.serialize_field("timestamp", &Shown(m.date.strftime("%Y%m%d-%H%M")))?;
+        st.serialize_field("to", &Shown(ToLine(m)))?;
+        if !self.warnings.is_empty() {
+            st.serialize_field("warnings", self.warnings)?;
+        }
+        st.end()
     }
 }
 
@@ -97,6 +122,37 @@ pub fn damaged_json(d: &[Damaged]) -> Value {
 pub fn write_out(args: std::fmt::Arguments<'_>) {
     use std::io::Write;
     if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Streams text written by `write` to stdout through one buffer (large listings are never
+/// built in memory); a closed pipe ends the process quietly, as in [`write_out`].
+pub fn render(write: impl FnOnce(&mut dyn std::fmt::Write) -> std::fmt::Result) {
+    use std::io::Write;
+    struct Adapter<W: Write> {
+        inner: W,
+        error: Option<std::io::Error>,
+    }
+    impl<W: Write> std::fmt::Write for Adapter<W> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.inner.write_all(s.as_bytes()).map_err(|e| {
+                self.error = Some(e);
+                std::fmt::Error
+            })
+        }
+    }
+    let mut a = Adapter {
+        inner: std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock()),
+        error: None,
+    };
+    let _ = write(&mut a);
+    let flushed = a.inner.flush();
+    if let Some(e) = a.error.or(flushed.err()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }

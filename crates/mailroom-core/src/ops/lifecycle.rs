@@ -67,16 +67,18 @@ pub struct OutboxEntry {
     pub recipients: Vec<(Address, Option<State>)>,
 }
 
-/// Most urgent first: priority, then oldest first.
+/// Most urgent first: open hold requests, then by priority, then oldest first.
 pub fn urgency_order(a: &Stored, b: &Stored) -> std::cmp::Ordering {
-    let key = |s: &Stored| {
-        (
-            s.message.kind != Kind::HoldRequest,
-            s.message.priority,
-            s.message.id,
-        )
-    };
-    key(a).cmp(&key(b))
+    urgency_key(a).cmp(&urgency_key(b))
+}
+
+/// The key of [`urgency_order`].
+pub fn urgency_key(s: &Stored) -> (bool, crate::message::Priority, MessageId) {
+    (
+        s.message.kind != Kind::HoldRequest,
+        s.message.priority,
+        s.message.id,
+    )
 }
 
 impl Mailroom<'_> {
@@ -86,7 +88,7 @@ impl Mailroom<'_> {
             mut messages,
             mut damaged,
         } = self.store.pending(me)?;
-        messages.sort_by(urgency_order);
+        crate::message::sort_by_cheap_key(&mut messages, urgency_key);
         let all = self.broadcast_channel(me)?;
         let mut broadcasts = match &all {
             Some(all) => {
@@ -125,7 +127,7 @@ impl Mailroom<'_> {
     /// without changing any state: what a hook peeks at.
     pub fn peek(&self, me: &Address) -> Result<Listing> {
         let mut listing = self.store.pending(me)?;
-        listing.messages.sort_by(urgency_order);
+        crate::message::sort_by_cheap_key(&mut listing.messages, urgency_key);
         if let Some(all) = self.broadcast_channel(me)? {
             listing.extend(self.store.unseen(&all, &me.handle)?);
         }

@@ -83,10 +83,9 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                     more_command: &format!("mailroom channel read {name}"),
                     hints: false,
                 };
-                crate::out!(
-                    "{}",
-                    render::injection(&frame, &read.messages, &read.damaged)
-                );
+                output::render(|w| {
+                    render::write_injection(w, &frame, &read.messages, &read.damaged)
+                });
             }
         }
         ChannelAction::Show { name } => {
@@ -109,10 +108,9 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                     more_command: "",
                     hints: false,
                 };
-                crate::out!(
-                    "{}",
-                    render::injection(&frame, &listing.messages, &listing.damaged)
-                );
+                output::render(|w| {
+                    render::write_injection(w, &frame, &listing.messages, &listing.damaged)
+                });
             }
         }
         ChannelAction::Export { name } => {

@@ -45,10 +45,7 @@ pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
         more_command: "mailroom inbox",
         hints: true,
     };
-    crate::out!(
-        "{}",
-        render::injection(&frame, &inbox.messages, &inbox.damaged)
-    );
+    output::render(|w| render::write_injection(w, &frame, &inbox.messages, &inbox.damaged));
     Ok(())
 }
 
@@ -71,10 +68,7 @@ pub fn read(ctx: &mut Ctx, id: &str, archive: bool) -> Result<()> {
         more_command: "",
         hints: !read.archived,
     };
-    crate::out!(
-        "{}",
-        render::injection(&frame, std::slice::from_ref(&read.stored), &[])
-    );
+    output::render(|w| render::write_injection(w, &frame, std::slice::from_ref(&read.stored), &[]));
     if read.archived {
         crate::outln!("archived {}", read.stored.message.id);
     }
@@ -322,6 +316,6 @@ pub fn search(ctx: &mut Ctx, query: &str) -> Result<()> {
         more_command: "",
         hints: false,
     };
-    crate::out!("{}", render::injection(&frame, &stored, &found.damaged));
+    output::render(|w| render::write_injection(w, &frame, &stored, &found.damaged));
     Ok(())
 }
