@@ -47,6 +47,9 @@ pub use crate::error::FsError;
 #[derive(Debug)]
 pub struct FsStore {
     home: PathBuf,
+    /// The last copy this store delivered: its text and the directory it is in. The sender's
+    /// outbox trace of the same text is then a hard link to it, not a second file.
+    last_delivery: std::sync::Mutex<Option<(String, Dir)>>,
 }
 
 pub(crate) const PROJECTS: &str = "projects";
@@ -103,7 +106,10 @@ pub(crate) fn is_message_name(name: &str) -> bool {
 impl FsStore {
     /// A store at `home`; nothing is created until the first write.
     pub fn new(home: impl Into<PathBuf>) -> FsStore {
-        FsStore { home: home.into() }
+        FsStore {
+            home: home.into(),
+            last_delivery: std::sync::Mutex::new(None),
+        }
     }
 
     pub fn home(&self) -> &Path {
@@ -574,9 +580,13 @@ impl Store for FsStore {
         })?;
         let tmp = bx.open_or_create(TMP)?;
         let unread = bx.open_or_create(state_dir_name(State::Unread))?;
-        let t = tmp.write_temp(message_to_text(message).as_bytes(), Durability::Durable)?;
+        let text = message_to_text(message);
+        let t = tmp.write_temp(text.as_bytes(), Durability::Durable)?;
         let created = tmp.publish_new(&t, &unread, &file_name(message.id))?;
         unread.sync()?;
+        if let Ok(mut last) = self.last_delivery.lock() {
+            *last = Some((text, unread));
+        }
         Ok(created)
     }
 
@@ -588,10 +598,20 @@ impl Store for FsStore {
                 std::io::ErrorKind::NotFound.into(),
             )
         })?;
-        let tmp = bx.open_or_create(TMP)?;
         let outbox = bx.open_or_create(OUTBOX)?;
-        let t = tmp.write_temp(message_to_text(message).as_bytes(), Durability::Lazy)?;
-        tmp.rename(&t, &outbox, &file_name(message.id))?;
+        let text = message_to_text(message);
+        let name = file_name(message.id);
+        let last = self.last_delivery.lock().ok().and_then(|mut l| l.take());
+        if let Some((delivered, unread)) = last {
+            // The copy just delivered has exactly this text: link the trace to it (the copy's
+            // later moves are renames, which keep the link; an edit records a new trace).
+            if delivered == text && unread.link_to(&name, &outbox, &name)? {
+                return Ok(());
+            }
+        }
+        let tmp = bx.open_or_create(TMP)?;
+        let t = tmp.write_temp(text.as_bytes(), Durability::Lazy)?;
+        tmp.rename(&t, &outbox, &name)?;
         Ok(())
     }
 

@@ -69,8 +69,8 @@ impl Mailroom<'_> {
             return self.plan_in(p, &spec.handle);
         }
         if let Some(cur) = current {
-            if self.store.member(cur, &spec.handle)?.is_some() {
-                return self.plan_in(cur, &spec.handle);
+            if let Some(m) = self.store.member(cur, &spec.handle)? {
+                return self.plan_with(cur, &spec.handle, Some(m));
             }
         }
         let elsewhere = self.active_elsewhere(&spec.handle, current)?;
@@ -90,23 +90,31 @@ impl Mailroom<'_> {
     }
 
     fn plan_in(&self, project: &Name, handle: &Name) -> Result<Plan> {
+        let member = self.store.member(project, handle)?;
+        self.plan_with(project, handle, member)
+    }
+
+    /// [`Mailroom::plan_in`] with the roster entry already looked up. An active member needs
+    /// nothing else read: the project is consulted only when the handle is not on the roster.
+    fn plan_with(&self, project: &Name, handle: &Name, member: Option<Member>) -> Result<Plan> {
         let address = Address::in_project(handle.clone(), project.clone());
-        let Some(p) = self.store.project(project)? else {
-            return Ok(Plan {
+        match member {
+            Some(m) if m.status == MemberStatus::Active => return Ok(Plan::ready(address)),
+            Some(_) => return Err(Error::Inactive { address }),
+            None => {}
+        }
+        match self.store.project(project)? {
+            None => Ok(Plan {
                 address,
                 create_project: true,
                 add_member: true,
-            });
-        };
-        match self.store.member(project, handle)? {
-            Some(m) if m.status == MemberStatus::Active => Ok(Plan::ready(address)),
-            Some(_) => Err(Error::Inactive { address }),
-            None if p.policy == Policy::Open => Ok(Plan {
+            }),
+            Some(p) if p.policy == Policy::Open => Ok(Plan {
                 address,
                 create_project: false,
                 add_member: true,
             }),
-            None => Err(Error::UnknownHandle {
+            Some(_) => Err(Error::UnknownHandle {
                 handle: handle.to_string(),
                 project: project.to_string(),
                 suggestions: self.similar(project, handle)?,
