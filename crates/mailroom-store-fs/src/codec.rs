@@ -252,3 +252,32 @@ pub fn project_from_bytes(
             .unwrap_or_else(fallback_time),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revision_zero_is_read_as_one_with_a_warning_so_a_rewrite_changes_nothing() {
+        // Found by fuzzing (message_file): revision 0 decoded silently, then came back as 1.
+        let owner = Address::human();
+        let d = message_from_bytes(
+            b"---\nfrom: HUMAN\nsubject: s\nrevision: 0\n---\n",
+            Some(MessageId::generate()),
+            &owner,
+        )
+        .unwrap();
+        assert_eq!(d.message.revision, 1);
+        assert_eq!(
+            d.warnings,
+            vec!["has an unknown revision '0'; the default stands in".to_owned()]
+        );
+        let again = message_from_bytes(
+            message_to_text(&d.message).as_bytes(),
+            Some(d.message.id),
+            &owner,
+        )
+        .unwrap();
+        assert_eq!((again.message, again.warnings), (d.message, vec![]));
+    }
+}

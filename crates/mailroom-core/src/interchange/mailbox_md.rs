@@ -326,6 +326,16 @@ mod tests {
         assert_eq!(lines, vec![2, 4, 7]);
     }
 
+    #[test]
+    fn a_control_character_in_a_field_is_dropped_when_read() {
+        // Found by fuzzing (mailbox_md): the NUL stopped the trim, so render -> parse changed it.
+        let text = "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** \u{0}`a`\n**Type:** INFO\n**Subject:** s\n";
+        let p = parse(text, Timestamp::UNIX_EPOCH);
+        assert_eq!(p.entries[0].from, "a");
+        let again = parse(&render(&p.entries), Timestamp::UNIX_EPOCH);
+        assert_eq!(again.entries[0].from, "a");
+    }
+
     fn entry() -> impl Strategy<Value = Entry> {
         // Body lines without ':' so that no body line can pass for a field after a rule.
         let line = "[A-Za-z0-9][A-Za-z0-9 `()*_.,!?/-]{0,39}";
