@@ -354,3 +354,23 @@ pub fn find_matches_prefixes_case_insensitively(store: &dyn Store) {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].state, State::Done);
 }
+
+pub fn a_watch_wakes_for_mail_delivered_after_it_started(store: &dyn Store) {
+    let bob = addr("bob@web");
+    let mut watch = store.watch(&bob).expect("watch");
+    assert!(
+        !watch
+            .wait(Some(std::time::Duration::from_millis(50)))
+            .expect("quiet wait"),
+        "nothing was delivered yet"
+    );
+    store
+        .deliver(&bob, &message("alice@web", "bob@web", "ping"))
+        .expect("deliver");
+    assert!(
+        watch
+            .wait(Some(std::time::Duration::from_secs(10)))
+            .expect("wait"),
+        "a delivery after the watch started wakes it"
+    );
+}

@@ -99,6 +99,14 @@ pub enum OriginClaim {
     Other(String),
 }
 
+/// Something to block on until a mailbox may have received mail: a file-system watch, a
+/// database `LISTEN`. Never a polling loop.
+pub trait Watch {
+    /// Blocks until new mail may have arrived (`Ok(true)`) or `timeout` passed (`Ok(false)`;
+    /// `None` waits without limit). A spurious wake-up is allowed: callers check again.
+    fn wait(&mut self, timeout: Option<std::time::Duration>) -> Result<bool>;
+}
+
 /// One problem `doctor` found, and what was or can be done about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
@@ -227,6 +235,10 @@ pub trait Store {
 
     /// The project's channels that have entries (or retracted ones), sorted by name.
     fn channels(&self, project: &Name) -> Result<Vec<Name>>;
+
+    /// Starts watching `mailbox` for newly delivered mail. Mail delivered after this returns
+    /// wakes the watch, so a caller that checks after starting the watch misses nothing.
+    fn watch(&self, mailbox: &Address) -> Result<Box<dyn Watch + Send>>;
 
     /// Checks the store for problems (and with `fix`, repairs those that are safe to repair:
     /// never a message's content, never by deleting a message).

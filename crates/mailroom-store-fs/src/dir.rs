@@ -65,6 +65,10 @@ impl Dir {
         })
     }
 
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(&self.fd)
+    }
+
     pub fn child_path(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }

@@ -12,6 +12,7 @@ mod dir;
 mod doctor;
 mod error;
 pub mod frontmatter;
+mod watch;
 
 use std::path::{Path, PathBuf};
 
@@ -984,6 +985,25 @@ impl Store for FsStore {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    fn watch(&self, mailbox: &Address) -> Result<Box<dyn mailroom_core::store::Watch + Send>> {
+        let bx = self.box_dir(mailbox, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(BOXES),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let unread = bx.open_or_create(state_dir_name(State::Unread))?;
+        // inotify takes a path: the directory's own descriptor, so no link is followed.
+        let path = PathBuf::from(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&unread.as_fd())
+        ));
+        let w = watch::FsWatch::new(&path)?;
+        drop(unread);
+        Ok(Box::new(w))
     }
 
     fn doctor(&self, fix: bool) -> Result<Vec<mailroom_core::Finding>> {

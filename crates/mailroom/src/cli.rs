@@ -112,6 +112,18 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<ProjectsAction>,
     },
+    /// Block until new mail (or a reply to ID) is pending; prints it without marking it read.
+    Wait {
+        /// Only mail from this sender.
+        #[arg(long, value_name = "ADDR")]
+        from: Option<String>,
+        /// Only a reply to this message (pending replies already there count).
+        #[arg(long, value_name = "ID")]
+        reply_to: Option<String>,
+        /// Give up after this long (30s, 5m, 1h; a bare number is seconds); exit 6.
+        #[arg(long, value_name = "DUR")]
+        timeout: Option<String>,
+    },
     /// Who you are: identity, where it came from, paths, member context.
     Whoami,
     /// What a handle means from here: the mailbox a send would reach.

@@ -9,6 +9,7 @@ mod directory;
 mod import;
 mod lifecycle;
 mod send;
+mod wait;
 
 use jiff::Timestamp;
 
@@ -25,6 +26,7 @@ pub use lifecycle::{
     urgency_order,
 };
 pub use send::{Draft, Sent};
+pub use wait::WaitFor;
 
 /// A source of the current time, so tests can pin it.
 pub type Clock = fn() -> Timestamp;

@@ -7,6 +7,7 @@ mod doctor;
 mod import;
 mod lifecycle;
 mod send;
+mod wait;
 mod whoami;
 
 use anyhow::Result;
@@ -50,6 +51,11 @@ pub fn run(cli: Cli, env: &Env) -> Result<()> {
         Command::Projects { action } => directory::projects(&mut ctx, action),
         Command::Resolve { name } => directory::resolve(&mut ctx, &name),
         Command::Whoami => whoami::whoami(&mut ctx),
+        Command::Wait {
+            from,
+            reply_to,
+            timeout,
+        } => wait::wait(&mut ctx, from, reply_to, timeout.as_deref()),
         Command::Doctor { fix } => doctor::doctor(&mut ctx, fix),
         Command::Demo => demo::run(),
     }

@@ -17,3 +17,4 @@ mod lifecycle;
 mod roster;
 mod send;
 mod support;
+mod wait;

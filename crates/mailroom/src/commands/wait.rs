@@ -1,0 +1,97 @@
+//! `wait`: block until mail arrives, then show it (framed, unmarked).
+
+use std::time::Duration;
+
+use anyhow::Result;
+use mailroom_core::Error;
+use mailroom_core::ops::WaitFor;
+use mailroom_core::render::{self, Frame};
+
+use crate::context::Ctx;
+use crate::output::{self, MessageOut};
+
+pub fn wait(
+    ctx: &mut Ctx,
+    from: Option<String>,
+    reply_to: Option<String>,
+    timeout: Option<&str>,
+) -> Result<()> {
+    let timeout = timeout.map(parse_duration).transpose()?;
+    let me = ctx.me()?;
+    let found = ctx.mailroom().wait(
+        &me,
+        &WaitFor {
+            from,
+            reply_to,
+            timeout,
+        },
+    )?;
+    if ctx.json {
+        #[derive(serde::Serialize)]
+        struct WaitOut<'a> {
+            messages: Vec<MessageOut<'a>>,
+            notice: &'static str,
+        }
+        output::print_json(&WaitOut {
+            messages: found.iter().map(MessageOut::stored).collect(),
+            notice: render::UNTRUSTED_NOTICE,
+        });
+        return Ok(());
+    }
+    let frame = Frame {
+        recipient: &me,
+        noun: "new message",
+        place: "",
+        more: 0,
+        more_command: "",
+        hints: true,
+    };
+    output::render(|w| render::write_injection(w, &frame, &found, &[]));
+    Ok(())
+}
+
+/// `30s`, `5m`, `1h30m`, `500ms`, or a bare number of seconds.
+fn parse_duration(s: &str) -> Result<Duration> {
+    let t = s.trim();
+    let parsed = match t.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Some(Duration::from_secs_f64(secs)),
+        Ok(_) => None,
+        Err(_) => t
+            .parse::<jiff::SignedDuration>()
+            .ok()
+            .and_then(|d| Duration::try_from(d).ok()),
+    };
+    parsed.ok_or_else(|| {
+        Error::Invalid(format!(
+            "'{s}' is not a duration; write 30s, 5m, 1h or a number of seconds"
+        ))
+        .into()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        for (s, want) in [
+            ("30", 30_000),
+            ("0.5", 500),
+            ("30s", 30_000),
+            ("5m", 300_000),
+            ("1h30m", 5_400_000),
+            ("500ms", 500),
+        ] {
+            assert_eq!(
+                parse_duration(s).unwrap(),
+                Duration::from_millis(want),
+                "{s}"
+            );
+        }
+        for bad in ["soon", "-1", "", "5 parsecs"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}
