@@ -124,6 +124,11 @@ pub enum Command {
         #[arg(long, value_name = "DUR")]
         timeout: Option<String>,
     },
+    /// Follow a mailbox live, one line per message, until interrupted (marks nothing read).
+    Watch {
+        /// The mailbox to follow (default: yours); the operator may follow any.
+        target: Option<String>,
+    },
     /// Who you are: identity, where it came from, paths, member context.
     Whoami,
     /// What a handle means from here: the mailbox a send would reach.

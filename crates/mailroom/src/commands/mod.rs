@@ -51,6 +51,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<()> {
         Command::Projects { action } => directory::projects(&mut ctx, action),
         Command::Resolve { name } => directory::resolve(&mut ctx, &name),
         Command::Whoami => whoami::whoami(&mut ctx),
+        Command::Watch { target } => wait::watch(&mut ctx, target.as_deref()),
         Command::Wait {
             from,
             reply_to,

@@ -50,6 +50,58 @@ pub fn wait(
     Ok(())
 }
 
+/// Follows a mailbox: what is pending now, then each message as it lands, one line each
+/// (NDJSON with `--json`). Runs until interrupted or its reader goes away.
+pub fn watch(ctx: &mut Ctx, target: Option<&str>) -> Result<()> {
+    let me = ctx.me()?;
+    let target = match target {
+        None => me,
+        Some(t) => {
+            let r = ctx.mailroom().resolve(me.project(), t)?;
+            r.chosen
+                .map(|c| c.address)
+                .ok_or_else(|| Error::UnknownHandle {
+                    handle: t.to_owned(),
+                    project: me
+                        .project()
+                        .map(ToString::to_string)
+                        .unwrap_or_else(|| "any project".into()),
+                    suggestions: vec![],
+                })?
+        }
+    };
+    let mr = ctx.mailroom();
+    let mut watch = mailroom_core::Store::watch(&ctx.store, &target)?;
+    let mut shown = std::collections::HashSet::new();
+    if !ctx.json {
+        crate::outln!("following {target} (Ctrl-C to stop)");
+    }
+    loop {
+        let mut listing = mr.peek(&target)?.messages;
+        listing.sort_by_key(|s| s.message.id);
+        for s in listing.iter().filter(|s| shown.insert(s.message.id)) {
+            if ctx.json {
+                let line = serde_json::to_string(&MessageOut::stored(s)).unwrap_or_default();
+                crate::outln!("{line}");
+            } else {
+                let m = &s.message;
+                crate::outln!(
+                    "{} {} -> {} [{}/{}] {} ({}, {})",
+                    m.date.strftime("%Y-%m-%d %H:%M"),
+                    m.from,
+                    output::recipients(m),
+                    m.kind,
+                    m.priority,
+                    mailroom_core::text::clean_line(&m.subject),
+                    m.id,
+                    s.state
+                );
+            }
+        }
+        watch.wait(None)?;
+    }
+}
+
 /// `30s`, `5m`, `1h30m`, `500ms`, or a bare number of seconds.
 fn parse_duration(s: &str) -> Result<Duration> {
     let t = s.trim();

@@ -105,3 +105,43 @@ fn wait_times_out_with_exit_6_and_changes_nothing() {
         "error: 'soon' is not a duration; write 30s, 5m, 1h or a number of seconds\n"
     );
 }
+
+#[test]
+fn watch_follows_a_mailbox_line_by_line_and_marks_nothing_read() {
+    use std::io::{BufRead, BufReader};
+    let home = Home::new();
+    let first = home.send("alice", "bob", "already here");
+    let mut child = waiter(&home, &["--as", "HUMAN", "--json", "watch", "bob@default"]);
+    // A watchdog, so a broken watch fails the test instead of hanging it.
+    let pid = child.id();
+    let (done, stop) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if stop
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err()
+        {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next_id = || {
+        let line = lines.next().expect("a line").expect("readable");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        (
+            v["id"].as_str().unwrap().to_owned(),
+            v["state"].as_str().unwrap().to_owned(),
+        )
+    };
+    assert_eq!(next_id(), (first.clone(), "unread".to_owned()));
+    let second = home.send("carol", "bob", "just arrived");
+    assert_eq!(next_id(), (second, "unread".to_owned()));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    done.send(()).unwrap();
+    guard.join().unwrap();
+    let inbox = home.as_("bob", ["--json", "inbox"]).json();
+    assert_eq!(
+        inbox["messages"][0]["state"], "unread",
+        "watch marked nothing read"
+    );
+}
