@@ -240,6 +240,19 @@ pub trait Store {
     /// wakes the watch, so a caller that checks after starting the watch misses nothing.
     fn watch(&self, mailbox: &Address) -> Result<Box<dyn Watch + Send>>;
 
+    /// A cheap token that changes whenever mail may have arrived for `mailbox` (directed mail
+    /// or a broadcast of its project), computed without listing the mailbox: hooks use it to
+    /// answer "nothing new" fast. Equal tokens mean nothing was delivered in between, except
+    /// within the store's timestamp granularity, where mail may be reported a turn late (never
+    /// lost: it stays pending).
+    fn change_token(&self, mailbox: &Address) -> Result<String>;
+
+    /// The token saved by the last injection into `mailbox`'s session, if any.
+    fn last_injected(&self, mailbox: &Address) -> Result<Option<String>>;
+
+    /// Saves the token of an injection (best effort, like every cache).
+    fn set_last_injected(&self, mailbox: &Address, token: &str) -> Result<()>;
+
     /// Checks the store for problems (and with `fix`, repairs those that are safe to repair:
     /// never a message's content, never by deleting a message).
     fn doctor(&self, fix: bool) -> Result<Vec<Finding>>;

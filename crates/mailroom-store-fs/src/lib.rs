@@ -68,6 +68,8 @@ pub(crate) const CHANNELS: &str = "channels";
 const ENTRIES: &str = "entries";
 const RETRACTED: &str = "retracted";
 const SEEN: &str = "seen";
+/// The change token of the last hook injection (see `Store::change_token`).
+const INJECTED: &str = "injected";
 
 /// The directory of each state.
 pub fn state_dir_name(state: State) -> &'static str {
@@ -1004,6 +1006,58 @@ impl Store for FsStore {
         let w = watch::FsWatch::new(&path)?;
         drop(unread);
         Ok(Box::new(w))
+    }
+
+    fn change_token(&self, mailbox: &Address) -> Result<String> {
+        // The modification times of the directories deliveries land in: `unread/` and, for a
+        // project member, the broadcast channel's entries. Two stats, no listing.
+        let mut token = String::new();
+        let stamp = |dir: Option<Dir>, name: &str| -> Result<String, FsError> {
+            Ok(match dir {
+                Some(d) => match d.mtime(name)? {
+                    Some(ns) => ns.to_string(),
+                    None => "-".into(),
+                },
+                None => "-".into(),
+            })
+        };
+        token.push_str(&stamp(
+            self.box_dir(mailbox, false)?,
+            state_dir_name(State::Unread),
+        )?);
+        if let Some(project) = mailbox.project() {
+            let all = ChannelRef {
+                project: project.clone(),
+                name: Name::parse(mailroom_core::message::BROADCAST)
+                    .map_err(|e| mailroom_core::Error::store("channel name", e))?,
+            };
+            token.push(':');
+            token.push_str(&stamp(self.channel_dir(&all, false)?, ENTRIES)?);
+        }
+        Ok(token)
+    }
+
+    fn last_injected(&self, mailbox: &Address) -> Result<Option<String>> {
+        let Some(bx) = self.box_dir(mailbox, false)? else {
+            return Ok(None);
+        };
+        Ok(bx
+            .read(INJECTED)?
+            .map(|b| String::from_utf8_lossy(&b).trim().to_owned()))
+    }
+
+    fn set_last_injected(&self, mailbox: &Address, token: &str) -> Result<()> {
+        let bx = self.box_dir(mailbox, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(BOXES),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let tmp = bx.open_or_create(TMP)?;
+        let t = tmp.write_temp(format!("{token}\n").as_bytes(), Durability::Lazy)?;
+        tmp.rename(&t, &bx, INJECTED)?;
+        Ok(())
     }
 
     fn doctor(&self, fix: bool) -> Result<Vec<mailroom_core::Finding>> {

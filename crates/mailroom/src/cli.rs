@@ -129,6 +129,16 @@ pub enum Command {
         /// The mailbox to follow (default: yours); the operator may follow any.
         target: Option<String>,
     },
+    /// Answer a harness hook: reads its JSON on stdin, prints its JSON (never fails a session).
+    Hook {
+        /// claude, codex or gemini.
+        harness: String,
+        /// SessionStart, UserPromptSubmit, PostToolUse or Stop.
+        event: String,
+        /// Anything else is ignored with a warning: a hook must never fail a session.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+        rest: Vec<String>,
+    },
     /// Who you are: identity, where it came from, paths, member context.
     Whoami,
     /// What a handle means from here: the mailbox a send would reach.

@@ -84,10 +84,30 @@ pub fn urgency_key(s: &Stored) -> (bool, crate::message::Priority, MessageId) {
 impl Mailroom<'_> {
     /// Pending directed mail, most urgent first; marks what it shows as read.
     pub fn inbox(&self, me: &Address, limit: Option<usize>) -> Result<Inbox> {
+        let mut left = limit.unwrap_or(usize::MAX);
+        self.take(me, false, |_| {
+            let fits = left > 0;
+            left = left.saturating_sub(1);
+            fits
+        })
+    }
+
+    /// Shows mail: pending directed mail most urgent first (with `only_new`, only the unread
+    /// part), then unseen broadcasts, as long as `fits` accepts the next one; marks what it
+    /// shows read (and seen). What did not fit is counted in `more` and left as it was.
+    pub fn take(
+        &self,
+        me: &Address,
+        only_new: bool,
+        mut fits: impl FnMut(&Stored) -> bool,
+    ) -> Result<Inbox> {
         let Listing {
             mut messages,
             mut damaged,
         } = self.store.pending(me)?;
+        if only_new {
+            messages.retain(|s| s.state == State::Unread);
+        }
         crate::message::sort_by_cheap_key(&mut messages, urgency_key);
         let all = self.broadcast_channel(me)?;
         let mut broadcasts = match &all {
@@ -98,13 +118,17 @@ impl Mailroom<'_> {
             }
             None => vec![],
         };
-        let mut budget = limit.unwrap_or(usize::MAX);
         let mut more = 0;
+        let mut full = false;
         for list in [&mut messages, &mut broadcasts] {
-            let keep = budget.min(list.len());
+            let keep = if full {
+                0
+            } else {
+                list.iter().take_while(|s| fits(s)).count()
+            };
+            full |= keep < list.len();
             more += list.len() - keep;
             list.truncate(keep);
-            budget -= keep;
         }
         self.mark_read(me, &mut messages)?;
         // A cancel that won the race against this read withdrew the message: not shown.

@@ -7,6 +7,7 @@
 mod channels;
 mod directory;
 mod import;
+mod inject;
 mod lifecycle;
 mod send;
 mod wait;
@@ -21,6 +22,7 @@ use crate::store::Store;
 pub use channels::{ChannelRead, ChannelSummary, ImportReport};
 pub use directory::{Candidate, MemberContext, Resolution};
 pub use import::Foreign;
+pub use inject::{HookAnswer, HookEvent};
 pub use lifecycle::{
     CancelReport, EditOutcome, EditPatch, EditReport, Inbox, OutboxEntry, Read, Search, SearchHit,
     urgency_order,

@@ -4,6 +4,7 @@ mod channel;
 mod demo;
 mod directory;
 mod doctor;
+mod hook;
 mod import;
 mod lifecycle;
 mod send;
@@ -19,6 +20,10 @@ use crate::context::{Ctx, Env};
 pub fn run(cli: Cli, env: &Env) -> Result<()> {
     if let Command::Demo = cli.command {
         return demo::run();
+    }
+    if let Command::Hook { .. } = cli.command {
+        hook::run(&cli, env);
+        return Ok(());
     }
     let mut ctx = Ctx::new(&cli, env)?;
     match cli.command {
@@ -59,6 +64,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<()> {
         } => wait::wait(&mut ctx, from, reply_to, timeout.as_deref()),
         Command::Doctor { fix } => doctor::doctor(&mut ctx, fix),
         Command::Demo => demo::run(),
+        Command::Hook { .. } => Ok(()),
     }
 }
 

@@ -9,6 +9,7 @@ mod channels;
 mod concurrency;
 mod demo;
 mod errors;
+mod hook;
 mod hostile;
 mod identity;
 mod import;
