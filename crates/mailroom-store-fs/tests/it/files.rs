@@ -794,3 +794,29 @@ fn an_edited_message_file_records_its_revision() {
         .expect("the copy");
     assert_eq!(copy.message, report.message);
 }
+
+#[test]
+fn a_home_that_is_a_symlink_is_refused_for_writes() {
+    let dir = TempDir::new().expect("a temporary directory");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("the link's target");
+    let home = dir.path().join("home");
+    symlink(&elsewhere, &home).expect("plant the home as a link");
+    let store = FsStore::new(&home);
+    let sent = Mailroom::new(&store).send(
+        &addr("alice@web"),
+        Draft {
+            to: vec!["bob".into()],
+            body: "hello".into(),
+            ..Draft::default()
+        },
+    );
+    let err = sent.expect_err("a linked home is not followed");
+    assert_eq!(err.kind(), ErrorKind::Store);
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).expect("the target").count(),
+        0,
+        "nothing was written through the link"
+    );
+}
