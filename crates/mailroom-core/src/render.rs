@@ -155,12 +155,7 @@ pub fn message_block<W: Write + ?Sized>(
 
 /// Writes a one-line field with [`clean_line`]'s rule, without allocating when it is clean.
 fn write_clean<W: Write + ?Sized>(out: &mut W, s: &str) -> std::fmt::Result {
-    let clean = !s.starts_with(' ')
-        && !s.ends_with(' ')
-        && !s.contains("  ")
-        && !s
-            .chars()
-            .any(|c| c.is_control() || (c.is_whitespace() && c != ' '));
+    let clean = crate::text::is_clean_line(s);
     if clean {
         out.write_str(s)
     } else {

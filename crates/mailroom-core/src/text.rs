@@ -12,16 +12,20 @@ pub const MAX_SUBJECT_CHARS: usize = 200;
 /// Length at which a subject taken from the body's first line is cut.
 pub const DEFAULT_SUBJECT_CHARS: usize = 72;
 
-/// Collapses every run of CR, LF, tabs and other control characters into one space and trims
-/// the ends.
-pub fn clean_line(s: &str) -> String {
-    let clean = !s.starts_with(' ')
+/// Whether `s` is already what [`clean_line`] would make of it.
+pub fn is_clean_line(s: &str) -> bool {
+    !s.starts_with(' ')
         && !s.ends_with(' ')
         && !s.contains("  ")
         && !s
             .chars()
-            .any(|c| c.is_control() || (c.is_whitespace() && c != ' '));
-    if clean {
+            .any(|c| c.is_control() || (c.is_whitespace() && c != ' '))
+}
+
+/// Collapses every run of CR, LF, tabs and other control characters into one space and trims
+/// the ends.
+pub fn clean_line(s: &str) -> String {
+    if is_clean_line(s) {
         return s.to_owned();
     }
     let mut out = String::with_capacity(s.len());
