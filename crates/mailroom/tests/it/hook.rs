@@ -244,3 +244,29 @@ fn whatever_goes_wrong_the_hook_exits_0_with_a_warning_and_no_output() {
         "no identity: silent"
     );
 }
+
+#[test]
+fn the_plugin_hooks_run_the_hook_command_for_every_event_they_name() {
+    let home = Home::new();
+    let cwd = repo(&home);
+    let hooks: Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../plugin/hooks/hooks.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let events = hooks["hooks"].as_object().unwrap();
+    assert_eq!(
+        events.keys().map(String::as_str).collect::<Vec<_>>(),
+        vec!["PostToolUse", "SessionStart", "Stop", "UserPromptSubmit"]
+    );
+    for (event, entries) in events {
+        let command = entries[0]["hooks"][0]["command"].as_str().unwrap();
+        assert_eq!(command, format!("mailroom hook claude {event}"));
+        let args: Vec<&str> = command.split(' ').skip(1).collect();
+        let run = home.cmd(&args).stdin(json!({"cwd": cwd}).to_string()).run();
+        assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{command}");
+    }
+}
