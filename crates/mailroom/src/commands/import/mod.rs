@@ -1,0 +1,184 @@
+//! `import`: m_AI_l trees, repo-mailbox trees and protocol `mailbox.md` files into the store.
+//! Each importer is idempotent (ids derive from the source) and reports every record it could
+//! not read by file and line; nothing is dropped silently.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use mailroom_core::interchange::Problem;
+use mailroom_core::ops::ImportReport;
+use mailroom_core::{Error, Name};
+use serde_json::json;
+
+mod m_ai_l_tree;
+mod repo_mailbox;
+
+use super::channel::{file_time, read_text};
+use crate::cli::ImportFormat;
+use crate::context::Ctx;
+use crate::output;
+
+/// What one file gave.
+pub(super) struct FileReport {
+    pub(super) file: String,
+    pub(super) report: ImportReport,
+}
+
+/// Shows `n of total` on a terminal, for large trees.
+pub(super) struct Progress {
+    on: bool,
+    total: usize,
+    done: usize,
+}
+
+impl Progress {
+    pub(super) fn new(total: usize) -> Progress {
+        Progress {
+            on: std::io::stderr().is_terminal() && total >= 50,
+            total,
+            done: 0,
+        }
+    }
+
+    pub(super) fn tick(&mut self) {
+        self.done += 1;
+        if self.on && (self.done % 25 == 0 || self.done == self.total) {
+            eprint!("\rimporting: {} of {} files", self.done, self.total);
+            if self.done == self.total {
+                eprintln!();
+            }
+        }
+    }
+}
+
+pub fn import(
+    ctx: &mut Ctx,
+    format: ImportFormat,
+    path: &Path,
+    channel: Option<String>,
+) -> Result<()> {
+    if !path.exists() {
+        return Err(Error::Invalid(format!(
+            "{} does not exist; give the path to import from",
+            path.display()
+        ))
+        .into());
+    }
+    let project = match ctx.identity()? {
+        Some(i) => ctx.channel_project(&i.address)?,
+        None => ctx.project()?,
+    };
+    let mr = ctx.mailroom();
+    let reports = match format {
+        ImportFormat::MailboxMd => {
+            let name = match channel {
+                Some(c) => c,
+                None => default_channel(path),
+            };
+            let text = read_text(path)?;
+            vec![FileReport {
+                file: path.display().to_string(),
+                report: mr.import_channel(&project, &name, &text, file_time(path))?,
+            }]
+        }
+        ImportFormat::MAiL => m_ai_l_tree::import(&mr, path, &project)?,
+        ImportFormat::RepoMailbox => repo_mailbox::import(&mr, path, &project)?,
+    };
+    print_file_reports(ctx, &reports)
+}
+
+/// A protocol mailbox lives at `runs/<request-id>/mailbox.md`: the run is the channel.
+fn default_channel(path: &Path) -> String {
+    let candidate = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if Name::parse(&candidate).is_ok() {
+        candidate
+    } else {
+        "imported".to_owned()
+    }
+}
+
+pub fn print_report(ctx: &Ctx, file: &str, reports: &[ImportReport]) -> Result<()> {
+    let files: Vec<FileReport> = reports
+        .iter()
+        .map(|r| FileReport {
+            file: file.to_owned(),
+            report: r.clone(),
+        })
+        .collect();
+    print_file_reports(ctx, &files)
+}
+
+fn print_file_reports(ctx: &Ctx, reports: &[FileReport]) -> Result<()> {
+    let imported: usize = reports.iter().map(|r| r.report.imported).sum();
+    let duplicates: usize = reports.iter().map(|r| r.report.duplicates).sum();
+    let problems: Vec<(&str, &Problem)> = reports
+        .iter()
+        .flat_map(|r| r.report.problems.iter().map(move |p| (r.file.as_str(), p)))
+        .collect();
+    if ctx.json {
+        output::print_json(&json!({
+            "imported": imported,
+            "duplicates": duplicates,
+            "files": reports.len(),
+            "problems": problems.iter().map(|(f, p)| json!({"file": f, "line": p.line, "message": p.message})).collect::<Vec<_>>(),
+        }));
+        return Ok(());
+    }
+    crate::outln!(
+        "imported {imported} message{} from {} file{}; {duplicates} already there",
+        if imported == 1 { "" } else { "s" },
+        reports.len(),
+        if reports.len() == 1 { "" } else { "s" }
+    );
+    for (file, p) in &problems {
+        crate::outln!("{file}:{}: {}", p.line, p.message);
+    }
+    if !problems.is_empty() {
+        crate::outln!(
+            "{} problem{} above: what could be recovered was imported",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" }
+        );
+    }
+    Ok(())
+}
+
+pub(super) fn list_md(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == "md") && p.is_file());
+    files.sort();
+    files
+}
+
+pub(super) fn cell<'a>(row: &'a [(String, String)], keys: &[&str]) -> Option<&'a str> {
+    row.iter()
+        .find(|(k, _)| keys.iter().any(|want| k.replace([' ', '-'], "_") == *want))
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+pub(super) fn problem_only(message: String) -> ImportReport {
+    ImportReport {
+        problems: vec![Problem { line: 1, message }],
+        ..ImportReport::default()
+    }
+}
+
+pub(super) fn file_stem(p: &Path) -> String {
+    p.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+pub(super) fn file_name_of(p: &Path) -> String {
+    p.file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}

@@ -1,0 +1,226 @@
+//! The repo-mailbox importer: `<repo>/inbox`, `<repo>/archive`, `_broadcast/inbox`,
+//! `_broadcast/archive` and `_broadcast/seen/<repo>`, pending and archived state and seen sets
+//! preserved.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use mailroom_core::interchange::Problem;
+use mailroom_core::ops::{Foreign, ImportReport};
+use mailroom_core::{Address, Kind, Mailroom, Name, Priority, State};
+use mailroom_store_fs::frontmatter;
+
+use super::{FileReport, Progress, file_name_of, list_md, problem_only};
+use crate::commands::channel::{file_time, read_text};
+
+/// A repo-mailbox root: `<repo>/inbox`, `<repo>/archive`, `_broadcast/{inbox,archive,seen}`.
+pub(super) fn import(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result<Vec<FileReport>> {
+    let mut reports = Vec::new();
+    let mut repos: Vec<PathBuf> = std::fs::read_dir(root)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    repos.retain(|p| p.is_dir());
+    repos.sort();
+    let mut work: Vec<(PathBuf, String, &'static str)> = Vec::new();
+    for repo in &repos {
+        let name = file_name_of(repo);
+        if name == "_broadcast" {
+            for (sub, what) in [("inbox", "broadcast"), ("archive", "retracted")] {
+                work.extend(
+                    list_md(&repo.join(sub))
+                        .into_iter()
+                        .map(|f| (f, name.clone(), what)),
+                );
+            }
+        } else if !name.starts_with('_') && !name.starts_with('.') {
+            for (sub, what) in [("inbox", "pending"), ("archive", "archived")] {
+                work.extend(
+                    list_md(&repo.join(sub))
+                        .into_iter()
+                        .map(|f| (f, name.clone(), what)),
+                );
+            }
+        }
+    }
+    let all = mr.channel_ref(project, mailroom_core::message::BROADCAST)?;
+    let mut progress = Progress::new(work.len());
+    let mut broadcast_ids: Vec<(String, mailroom_core::MessageId)> = Vec::new();
+    let mut senders: Vec<(Name, mailroom_core::MessageId)> = Vec::new();
+    for (file, repo, what) in work {
+        progress.tick();
+        let mut report = ImportReport::default();
+        let file_name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let bytes = std::fs::read(&file)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+        let doc = match frontmatter::parse(&bytes) {
+            Ok(d) => d,
+            Err(e) => {
+                report.problems.push(Problem {
+                    line: 1,
+                    message: format!("the file {e}; skipped"),
+                });
+                reports.push(FileReport {
+                    file: file.display().to_string(),
+                    report,
+                });
+                continue;
+            }
+        };
+        let Some(from) = doc.text("from").filter(|f| !f.trim().is_empty()) else {
+            report.problems.push(Problem {
+                line: 1,
+                message: "no 'from' in the frontmatter; skipped".into(),
+            });
+            reports.push(FileReport {
+                file: file.display().to_string(),
+                report,
+            });
+            continue;
+        };
+        let date = match doc
+            .text("date")
+            .and_then(|d| mailroom_core::interchange::mailbox_md::parse_timestamp(&d))
+        {
+            Some(t) => t,
+            None => {
+                report.problems.push(Problem {
+                    line: 1,
+                    message: "no readable 'date'; imported with the file's time".into(),
+                });
+                file_time(&file)
+            }
+        };
+        let record = Foreign {
+            source_key: format!("repo-mailbox:{repo}:{file_name}"),
+            from: from.trim().to_owned(),
+            subject: doc.text("subject").unwrap_or_default(),
+            body: doc.body.clone(),
+            kind: Kind::Info,
+            priority: Priority::Medium,
+            date,
+        };
+        let added = match what {
+            "broadcast" | "retracted" => {
+                match mr.foreign_message(&record, Some(project), vec![], Some(all.clone())) {
+                    Ok(m) => {
+                        broadcast_ids.push((file_name.clone(), m.id));
+                        senders.push((m.from.handle.clone(), m.id));
+                        mr.import_entry(&all, &m, what == "retracted")?
+                    }
+                    Err(e) => {
+                        report.problems.push(Problem {
+                            line: 1,
+                            message: e,
+                        });
+                        reports.push(FileReport {
+                            file: file.display().to_string(),
+                            report,
+                        });
+                        continue;
+                    }
+                }
+            }
+            _ => {
+                let handle = match mr.import_handle(&repo, project) {
+                    Ok(h) => h,
+                    Err(e) => {
+                        report.problems.push(Problem {
+                            line: 1,
+                            message: e,
+                        });
+                        reports.push(FileReport {
+                            file: file.display().to_string(),
+                            report,
+                        });
+                        continue;
+                    }
+                };
+                let to = Address::in_project(handle, project.clone());
+                match mr.foreign_message(&record, Some(project), vec![to.clone()], None) {
+                    Ok(m) => mr.import_mail(
+                        &to,
+                        &m,
+                        if what == "pending" {
+                            State::Unread
+                        } else {
+                            State::Done
+                        },
+                    )?,
+                    Err(e) => {
+                        report.problems.push(Problem {
+                            line: 1,
+                            message: e,
+                        });
+                        reports.push(FileReport {
+                            file: file.display().to_string(),
+                            report,
+                        });
+                        continue;
+                    }
+                }
+            }
+        };
+        if added {
+            report.imported += 1;
+        } else {
+            report.duplicates += 1;
+        }
+        reports.push(FileReport {
+            file: file.display().to_string(),
+            report,
+        });
+    }
+    // Seen sets: `_broadcast/seen/<repo>` lists the broadcast file names that repo was shown.
+    let seen_dir = root.join("_broadcast").join("seen");
+    let mut seen_files: Vec<PathBuf> = std::fs::read_dir(&seen_dir)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    seen_files.sort();
+    for file in seen_files.into_iter().filter(|p| p.is_file()) {
+        let mut report = ImportReport::default();
+        let repo = file_name_of(&file);
+        let reader = match mr.import_handle(&repo, project) {
+            Ok(h) => h,
+            Err(e) => {
+                reports.push(FileReport {
+                    file: file.display().to_string(),
+                    report: problem_only(e),
+                });
+                continue;
+            }
+        };
+        let text = read_text(&file)?;
+        let mut ids = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let name = line.trim();
+            if name.is_empty() {
+                continue;
+            }
+            match broadcast_ids.iter().find(|(f, _)| f == name) {
+                Some((_, id)) => ids.push(*id),
+                None => report.problems.push(Problem {
+                    line: i + 1,
+                    message: format!(
+                        "'{name}' is not a broadcast in _broadcast/inbox or archive; skipped"
+                    ),
+                }),
+            }
+        }
+        let marked = mr.import_seen(&all, &reader, &ids)?;
+        report.imported += marked;
+        report.duplicates += ids.len() - marked;
+        reports.push(FileReport {
+            file: file.display().to_string(),
+            report,
+        });
+    }
+    // repo-mailbox writes a sender's own seen entry when it broadcasts; a seen file that lost
+    // it must still not deliver a broadcast back to its sender.
+    for (sender, id) in senders {
+        mr.import_seen(&all, &sender, &[id])?;
+    }
+    Ok(reports)
+}
