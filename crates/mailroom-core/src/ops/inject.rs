@@ -83,6 +83,10 @@ impl Mailroom<'_> {
                     .messages
                     .iter()
                     .filter(|s| !s.message.is_channel_entry())
+                    // A handover to oneself is for the next session: it stays pending on purpose.
+                    .filter(|s| {
+                        !(s.message.kind == crate::message::Kind::Handover && s.message.from == *me)
+                    })
                     .count();
                 Ok(HookAnswer {
                     context: None,
