@@ -102,6 +102,15 @@ fn stop_reminds_once_while_directed_mail_is_pending() {
         json!({"cwd": cwd, "stop_hook_active": false}),
     );
     assert_eq!(done.stdout, "");
+    // A handover to one's next session is pending on purpose: no reminder for it.
+    home.cmd(["--as", "web", "handover", "--message", "half done"])
+        .ok();
+    let handover = hook(
+        &home,
+        "Stop",
+        json!({"cwd": cwd, "stop_hook_active": false}),
+    );
+    assert_eq!(handover.stdout, "");
 }
 
 #[test]
