@@ -63,7 +63,14 @@ fn field(line: &str) -> Option<(Field, String)> {
     let rest = crate::text::clean_line(rest);
     let value = match f {
         Field::Subject => rest.trim(),
-        _ => rest.trim().trim_matches('`').trim(),
+        // `code` around a value is markup; one backquote alone is part of the value.
+        _ => {
+            let t = rest.trim();
+            match t.strip_prefix('`').and_then(|v| v.strip_suffix('`')) {
+                Some(inner) => inner.trim(),
+                None => t,
+            }
+        }
     };
     Some((f, value.to_owned()))
 }
@@ -324,6 +331,16 @@ mod tests {
         assert_eq!(p.entries[0].kind, Kind::Info);
         let lines: Vec<usize> = p.problems.iter().map(|p| p.line).collect();
         assert_eq!(lines, vec![2, 4, 7]);
+    }
+
+    #[test]
+    fn a_lone_backquote_in_a_field_is_kept_so_a_round_trip_is_stable() {
+        // Found by fuzzing (mailbox_md): "` `: x" lost one backquote per render -> parse.
+        let text = "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** ` `: x\n**Type:** INFO\n**Subject:** s\n";
+        let first = parse(text, Timestamp::UNIX_EPOCH);
+        let again = parse(&render(&first.entries), Timestamp::UNIX_EPOCH);
+        assert_eq!(again.entries[0].from, first.entries[0].from);
+        assert_eq!(first.entries[0].from, "` `: x");
     }
 
     #[test]
