@@ -239,7 +239,13 @@ fn trim_blank_lines(lines: &[&str]) -> String {
     let start = lines.iter().position(|l| !l.trim().is_empty());
     let end = lines.iter().rposition(|l| !l.trim().is_empty());
     match (start, end) {
-        (Some(s), Some(e)) => lines[s..=e].join("\n"),
+        // A carriage return at the end of a line is a line ending (CRLF files, editors that
+        // double them), never content: dropping them all keeps a round trip stable.
+        (Some(s), Some(e)) => lines[s..=e]
+            .iter()
+            .map(|l| l.trim_end_matches('\r'))
+            .collect::<Vec<_>>()
+            .join("\n"),
         _ => String::new(),
     }
 }
@@ -341,6 +347,16 @@ mod tests {
         let again = parse(&render(&first.entries), Timestamp::UNIX_EPOCH);
         assert_eq!(again.entries[0].from, first.entries[0].from);
         assert_eq!(first.entries[0].from, "` `: x");
+    }
+
+    #[test]
+    fn carriage_returns_ending_body_lines_do_not_erode_on_each_round_trip() {
+        // Found by fuzzing (mailbox_md): each render -> parse lost one of several trailing CRs.
+        let text = "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** x\n**Type:** INFO\n**Subject:** s\n\nline\r\r\r\nmore\r\n";
+        let first = parse(text, Timestamp::UNIX_EPOCH);
+        assert_eq!(first.entries[0].body, "line\nmore");
+        let again = parse(&render(&first.entries), Timestamp::UNIX_EPOCH);
+        assert_eq!(again.entries[0].body, first.entries[0].body);
     }
 
     #[test]
