@@ -43,7 +43,7 @@ impl Progress {
 
     pub(super) fn tick(&mut self) {
         self.done += 1;
-        if self.on && (self.done % 25 == 0 || self.done == self.total) {
+        if self.on && (self.done.is_multiple_of(25) || self.done == self.total) {
             eprint!("\rimporting: {} of {} files", self.done, self.total);
             if self.done == self.total {
                 eprintln!();
