@@ -15,6 +15,10 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<std::path::PathBuf>,
 
+    /// A PostgreSQL store (default: $MAILROOM_URL); not part of this build yet.
+    #[arg(long, global = true, value_name = "URL", hide = true)]
+    pub url: Option<String>,
+
     /// Act as HANDLE or HANDLE@PROJECT (default: $MAILROOM_AS, .mailroom.toml, git top-level).
     #[arg(long = "as", global = true, value_name = "HANDLE[@PROJECT]")]
     pub as_: Option<String>,

@@ -17,6 +17,8 @@ pub struct Env {
     pub home: Option<PathBuf>,
     pub as_: Option<String>,
     pub cwd: Option<PathBuf>,
+    /// `MAILROOM_URL`: a PostgreSQL store, which this build does not have yet.
+    pub url: Option<String>,
 }
 
 impl Env {
@@ -27,6 +29,7 @@ impl Env {
                 .map(PathBuf::from),
             as_: std::env::var("MAILROOM_AS").ok(),
             cwd: std::env::current_dir().ok(),
+            url: std::env::var("MAILROOM_URL").ok().filter(|v| !v.is_empty()),
         }
     }
 }
@@ -46,7 +49,18 @@ impl Ctx {
             Some(h) => h,
             None => default_home()?,
         };
-        let repo = env.cwd.as_deref().map(find_repo).transpose()?.flatten();
+        let (repo, config_url) = match env.cwd.as_deref().map(find_repo).transpose()? {
+            Some(Some((repo, url))) => (Some(repo), url),
+            _ => (None, None),
+        };
+        if cli.url.is_some() || env.url.is_some() || config_url.is_some() {
+            // Never fall back to the file store silently: mail would go where the team
+            // sharing the database would not see it.
+            return Err(Error::Invalid(
+                "a PostgreSQL store is configured (--url, MAILROOM_URL or url in .mailroom.toml), but this build has only the file store; unset it to use the file store".into(),
+            )
+            .into());
+        }
         Ok(Ctx {
             store: FsStore::new(home),
             inputs: Inputs {
@@ -131,12 +145,11 @@ fn default_home() -> Result<PathBuf> {
 struct RepoConfig {
     project: Option<String>,
     handle: Option<String>,
-    #[allow(dead_code, reason = "reserved for the PostgreSQL store's URL")]
     url: Option<String>,
 }
 
 /// The git checkout around `cwd` (the nearest ancestor holding `.git`), without running git.
-fn find_repo(cwd: &Path) -> Result<Option<Repo>> {
+fn find_repo(cwd: &Path) -> Result<Option<(Repo, Option<String>)>> {
     let Some(top) = cwd.ancestors().find(|d| d.join(".git").exists()) else {
         return Ok(None);
     };
@@ -144,7 +157,7 @@ fn find_repo(cwd: &Path) -> Result<Option<Repo>> {
     let config = match std::fs::read_to_string(&config_path) {
         Ok(text) => toml::from_str::<RepoConfig>(&text).map_err(|e| {
             Error::Invalid(format!(
-                "{} is not valid: {}; it takes the keys project and handle",
+                "{} is not valid: {}; it takes the keys project, handle and url",
                 config_path.display(),
                 e.message()
             ))
@@ -152,9 +165,12 @@ fn find_repo(cwd: &Path) -> Result<Option<Repo>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => RepoConfig::default(),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", config_path.display())),
     };
-    Ok(Some(Repo {
-        toplevel: top.display().to_string(),
-        config_project: config.project,
-        config_handle: config.handle,
-    }))
+    Ok(Some((
+        Repo {
+            toplevel: top.display().to_string(),
+            config_project: config.project,
+            config_handle: config.handle,
+        },
+        config.url,
+    )))
 }

@@ -64,6 +64,7 @@ pub fn run() -> Result<()> {
             home: Some(home.clone()),
             as_: None,
             cwd: None,
+            url: None,
         },
         store: FsStore::new(&home),
     };

@@ -577,3 +577,24 @@ fn bad_input_with_json_reports_the_error_as_json_too() {
     assert_snapshot!(format!("{}{}", home.show(&run), home.show(&missing)));
     assert_eq!(home.tree().0.len(), 0);
 }
+
+#[test]
+fn a_configured_postgresql_store_is_refused_not_silently_replaced_by_files() {
+    let home = Home::new();
+    home.send("alice", "bob", "before");
+    let before = home.tree();
+    let env = home
+        .as_("alice", ["send", "--to", "bob", "-m", "x"])
+        .env("MAILROOM_URL", "postgres://localhost/mail")
+        .fails(2);
+    let flag = home
+        .as_("alice", ["--url", "postgres://localhost/mail", "inbox"])
+        .fails(2);
+    for run in [&env, &flag] {
+        assert_eq!(
+            run.stderr,
+            "error: a PostgreSQL store is configured (--url, MAILROOM_URL or url in .mailroom.toml), but this build has only the file store; unset it to use the file store\n"
+        );
+    }
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+}
