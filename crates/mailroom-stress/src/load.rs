@@ -6,7 +6,7 @@
 //! ledger before starting the next; what a send will deliver is planned before it starts, so
 //! a reader racing it can always be judged.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -47,8 +47,23 @@ fn sender_name(i: usize) -> String {
     format!("s{i}@stress")
 }
 
+/// The run channel the channel workload posts to and reads, and who does it.
+const CHANNEL: &str = "run-1";
+const POSTER: &str = "poster@stress";
+const LEADER: &str = "leader@stress";
+
+/// What the channel workload did: acknowledged posts (id → body) and every entry shown to
+/// either of the two readers (who read as the same member).
+#[derive(Default)]
+struct ChannelLog {
+    posted: Mutex<HashMap<String, String>>,
+    shown: Mutex<Vec<(String, String)>>,
+    posting: std::sync::atomic::AtomicBool,
+}
+
 struct Shared<'a> {
     mr: Mailroom<'a>,
+    channel: ChannelLog,
     seed: u64,
     ledger: Mutex<Ledger>,
     problems: Mutex<Problems>,
@@ -154,6 +169,10 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
             &work.journal,
         ),
         seed: work.seed,
+        channel: ChannelLog {
+            posting: std::sync::atomic::AtomicBool::new(true),
+            ..ChannelLog::default()
+        },
         ledger: Mutex::new(Ledger::default()),
         problems: Mutex::new(Problems::default()),
         senders_left: AtomicUsize::new(senders),
@@ -176,6 +195,13 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
             let sh = &sh;
             handles.push(scope.spawn(move || mutator(sh, m)));
         }
+        let posts = if args.quick { 40 } else { 400 };
+        let shr = &sh;
+        handles.push(scope.spawn(move || poster(shr, posts)));
+        for _ in 0..2 {
+            let sh = &sh;
+            handles.push(scope.spawn(move || channel_reader(sh)));
+        }
         for h in handles {
             h.join()
                 .map_err(|_| anyhow!("a worker thread panicked"))??;
@@ -183,6 +209,7 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
         Ok(())
     })?;
     final_check(&sh)?;
+    let (posts, shown) = check_channel(&sh);
 
     let problems = sh
         .problems
@@ -194,7 +221,7 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
         .unwrap_or_else(PoisonError::into_inner);
     let st = &sh.stats;
     println!(
-        "load: operations={} acknowledged={} retries={} listings={} entries_checked={} edits(in place={} corrections={}) cancels(done={} refused={}) {problems} duration={:.1}s",
+        "load: operations={} acknowledged={} retries={} listings={} entries_checked={} edits(in place={} corrections={}) cancels(done={} refused={}) channel(posts={posts} shown={shown}) {problems} duration={:.1}s",
         sh.mr.runs(),
         ledger.acked_count(),
         get(&st.retries),
@@ -480,6 +507,103 @@ fn listed_ids(v: &Value) -> Vec<String> {
 
 /// After the run: every mailbox's inbox lists exactly its pending files, `doctor` finds
 /// nothing, no temp file is left, and every file holds to the ledger.
+/// Posts `n` entries to the run channel, one process each.
+fn poster(sh: &Shared<'_>, n: usize) -> Result<()> {
+    for seq in 0..n {
+        let body = format!("channel entry {seq} of run {}", sh.seed);
+        let posted = sh.run(
+            POSTER,
+            &["channel", "post", CHANNEL, "--message", &body],
+            None,
+            &[0],
+        );
+        if let Some((_, v)) = posted? {
+            if let Some(id) = v["id"].as_str() {
+                sh.channel
+                    .posted
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(id.to_owned(), body);
+            }
+        }
+    }
+    sh.channel.posting.store(false, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Reads the run channel as the leader (two of these race as the same member) until the
+/// poster is done, then once more to drain it.
+fn channel_reader(sh: &Shared<'_>) -> Result<()> {
+    loop {
+        let last = !sh.channel.posting.load(Ordering::SeqCst);
+        if let Some((_, v)) = sh.run(LEADER, &["channel", "read", CHANNEL], None, &[0])? {
+            if v["damaged"].as_array().is_some_and(|d| !d.is_empty()) {
+                sh.problem(
+                    Category::Torn,
+                    format!("channel read listed damaged entries: {}", v["damaged"]),
+                );
+            }
+            let mut shown = sh
+                .channel
+                .shown
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            for m in v["messages"].as_array().into_iter().flatten() {
+                let id = m["id"].as_str().unwrap_or_default().to_owned();
+                let body = m["body"].as_str().unwrap_or_default().to_owned();
+                shown.push((id, body));
+            }
+        }
+        if last {
+            return Ok(());
+        }
+    }
+}
+
+/// Every acknowledged post was shown exactly once across the two readers, byte for byte,
+/// and nothing else was. Returns (posts, entries shown).
+fn check_channel(sh: &Shared<'_>) -> (usize, usize) {
+    let posted = sh
+        .channel
+        .posted
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let shown = sh
+        .channel
+        .shown
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let mut seen = HashSet::new();
+    for (id, body) in &shown {
+        if !seen.insert(id.clone()) {
+            sh.problem(
+                Category::Doubled,
+                format!("channel entry {id} was shown twice to one member"),
+            );
+        }
+        match posted.get(id) {
+            Some(want) if want == body => {}
+            Some(_) => sh.problem(
+                Category::Torn,
+                format!("channel entry {id} was shown with another body"),
+            ),
+            None => sh.problem(
+                Category::Mismatch,
+                format!("channel read showed {id}, which was never posted"),
+            ),
+        }
+    }
+    for id in posted.keys().filter(|id| !seen.contains(*id)) {
+        sh.problem(
+            Category::Lost,
+            format!("channel entry {id} was posted but never shown to the leader"),
+        );
+    }
+    (posted.len(), shown.len())
+}
+
 fn final_check(sh: &Shared<'_>) -> Result<()> {
     let before = Snapshot::scan(sh.mr.home())?;
     for mailbox in RECIPIENTS {
