@@ -138,8 +138,12 @@ pub fn run(args: &CrashArgs) -> Result<bool> {
     if let Some(h) = home.take() {
         retire(h, &mut stats, problems.is_empty())?;
     }
+    let before = problems.len();
+    let (import_kills, import_trials) =
+        crate::import_crash::run(&work, (trials / 10).max(5), &mut problems)?;
+    problems.label_since(before, "imports");
     println!(
-        "crash: trials={trials} faults_injected={} completed_before_kill={} killed_sends_reaching(0/1/2 recipients)={}/{}/{} keyed_retries={} operations={} acknowledged={} debris_cleaned={} {problems} seed={} duration={:.1}s",
+        "crash: trials={trials} faults_injected={} completed_before_kill={} killed_sends_reaching(0/1/2 recipients)={}/{}/{} keyed_retries={} operations={} acknowledged={} debris_cleaned={} imports(trials={import_trials} killed={import_kills}) {problems} seed={} duration={:.1}s",
         stats.killed,
         stats.completed,
         stats.send_reach[0],

@@ -6,6 +6,7 @@ mod bodies;
 mod check;
 mod crash;
 mod disk;
+mod import_crash;
 mod journal;
 mod ledger;
 mod load;

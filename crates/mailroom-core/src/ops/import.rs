@@ -72,8 +72,16 @@ impl Mailroom<'_> {
     /// Delivers an imported message to `to` in `state` unless a copy is already there;
     /// returns whether it added one.
     pub fn import_mail(&self, to: &Address, message: &Message, state: State) -> Result<bool> {
-        if self.store.state_of(to, message.id)?.is_some() {
-            return Ok(false);
+        match self.store.state_of(to, message.id)? {
+            // An import interrupted between delivering and archiving left it unread (nobody
+            // has seen it since): finish what the source says.
+            Some(State::Unread) if state != State::Unread => {
+                self.store
+                    .transition(to, &[(message.id, State::Unread)], state)?;
+                return Ok(false);
+            }
+            Some(_) => return Ok(false),
+            None => {}
         }
         if let Some(project) = to.project() {
             self.import_member(project, to.handle.as_str(), "", MemberStatus::Active)?;
@@ -109,13 +117,17 @@ impl Mailroom<'_> {
         retracted: bool,
     ) -> Result<bool> {
         self.ensure_open_project(&channel.project)?;
-        if self
+        let existing = self
             .store
             .entries(channel, true)?
             .messages
-            .iter()
-            .any(|s| s.message.id == message.id)
-        {
+            .into_iter()
+            .find(|s| s.message.id == message.id);
+        if let Some(existing) = existing {
+            // Interrupted between appending and retracting: finish the retraction.
+            if retracted && existing.state != State::Retracted {
+                self.store.retract(channel, message.id)?;
+            }
             return Ok(false);
         }
         let added = self.store.append(channel, message)?;
