@@ -818,3 +818,59 @@ pub fn store_channel_contract_appends_once_and_marks_seen_once(store: &dyn Store
     assert!(store.seen(&missing, &reader).expect("seen").is_empty());
     assert!(!store.retract(&missing, e1.id).expect("retract"));
 }
+
+/// Regression: an import killed between delivering and archiving (or between appending and
+/// retracting) left the copy unread (or the broadcast live), and importing again skipped it.
+pub fn a_re_import_finishes_what_an_interrupted_import_left(store: &dyn Store) {
+    let m = mailroom(store);
+    let project = name("web");
+    let bob = addr("bob@web");
+    let record = mailroom_core::ops::Foreign {
+        source_key: "test:archived".into(),
+        from: "alice".into(),
+        subject: "old".into(),
+        body: "archived at the source".into(),
+        kind: Kind::Info,
+        priority: Priority::Medium,
+        date: now(),
+    };
+    let message = m
+        .foreign_message(&record, Some(&project), vec![bob.clone()], None)
+        .expect("a message");
+    // The interrupted first import got as far as delivering it.
+    m.import_mail(&bob, &message, State::Unread)
+        .expect("deliver");
+    assert!(
+        !m.import_mail(&bob, &message, State::Done)
+            .expect("re-import")
+    );
+    assert_eq!(state(store, "bob@web", message.id), Some(State::Done));
+    // Nothing a person did is undone: a restored copy stays restored.
+    m.restore(&bob, &message.id.to_string()).expect("restore");
+    m.import_mail(&bob, &message, State::Done)
+        .expect("re-import again");
+    assert_eq!(state(store, "bob@web", message.id), Some(State::Read));
+
+    let all = ChannelRef {
+        project: project.clone(),
+        name: name(BROADCAST),
+    };
+    let news = mailroom_core::ops::Foreign {
+        source_key: "test:retracted".into(),
+        ..record
+    };
+    let entry = m
+        .foreign_message(&news, Some(&project), vec![], Some(all.clone()))
+        .expect("an entry");
+    m.import_entry(&all, &entry, false)
+        .expect("appended, not yet retracted");
+    assert!(!m.import_entry(&all, &entry, true).expect("re-import"));
+    let states: Vec<State> = store
+        .entries(&all, true)
+        .expect("entries")
+        .messages
+        .iter()
+        .map(|s| s.state)
+        .collect();
+    assert_eq!(states, vec![State::Retracted]);
+}

@@ -133,6 +133,7 @@ macro_rules! __cases {
             contract::listings_are_oldest_first_and_everything_spans_states,
             contract::find_matches_prefixes_case_insensitively,
             channels::broadcast_is_shown_once_to_each_member_and_never_to_its_sender,
+            channels::a_re_import_finishes_what_an_interrupted_import_left,
             channels::peek_shows_unseen_broadcasts_without_marking_them,
             channels::inbox_limit_counts_broadcasts_and_leaves_them_unseen,
             channels::a_late_joiner_gets_the_standing_broadcasts_but_not_retracted_ones,
