@@ -49,118 +49,23 @@ pub(super) fn import(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result<V
     for (file, repo, what) in work {
         progress.tick();
         let mut report = ImportReport::default();
-        let file_name = file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let bytes = std::fs::read(&file)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
-        let doc = match frontmatter::parse(&bytes) {
-            Ok(d) => d,
-            Err(e) => {
-                report.problems.push(Problem {
-                    line: 1,
-                    message: format!("the file {e}; skipped"),
-                });
+        // Ok(Err(reason)): the file is skipped with that reason; nothing else is lost.
+        let outcome = import_file(mr, project, &all, &file, &repo, what, &mut report)?;
+        let added = match outcome {
+            Ok((added, id, sender)) => {
+                if let Some(id) = id {
+                    broadcast_ids.push((file_name_of(&file), id));
+                    senders.push((sender, id));
+                }
+                added
+            }
+            Err(message) => {
+                report.problems.push(Problem { line: 1, message });
                 reports.push(FileReport {
                     file: file.display().to_string(),
                     report,
                 });
                 continue;
-            }
-        };
-        let Some(from) = doc.text("from").filter(|f| !f.trim().is_empty()) else {
-            report.problems.push(Problem {
-                line: 1,
-                message: "no 'from' in the frontmatter; skipped".into(),
-            });
-            reports.push(FileReport {
-                file: file.display().to_string(),
-                report,
-            });
-            continue;
-        };
-        let date = match doc
-            .text("date")
-            .and_then(|d| mailroom_core::interchange::mailbox_md::parse_timestamp(&d))
-        {
-            Some(t) => t,
-            None => {
-                report.problems.push(Problem {
-                    line: 1,
-                    message: "no readable 'date'; imported with the file's time".into(),
-                });
-                file_time(&file)
-            }
-        };
-        let record = Foreign {
-            source_key: format!("repo-mailbox:{repo}:{file_name}"),
-            from: from.trim().to_owned(),
-            subject: doc.text("subject").unwrap_or_default(),
-            body: doc.body.clone(),
-            kind: Kind::Info,
-            priority: Priority::Medium,
-            date,
-        };
-        let added = match what {
-            "broadcast" | "retracted" => {
-                match mr.foreign_message(&record, Some(project), vec![], Some(all.clone())) {
-                    Ok(m) => {
-                        broadcast_ids.push((file_name.clone(), m.id));
-                        senders.push((m.from.handle.clone(), m.id));
-                        mr.import_entry(&all, &m, what == "retracted")?
-                    }
-                    Err(e) => {
-                        report.problems.push(Problem {
-                            line: 1,
-                            message: e,
-                        });
-                        reports.push(FileReport {
-                            file: file.display().to_string(),
-                            report,
-                        });
-                        continue;
-                    }
-                }
-            }
-            _ => {
-                let handle = match mr.import_handle(&repo, project) {
-                    Ok(h) => h,
-                    Err(e) => {
-                        report.problems.push(Problem {
-                            line: 1,
-                            message: e,
-                        });
-                        reports.push(FileReport {
-                            file: file.display().to_string(),
-                            report,
-                        });
-                        continue;
-                    }
-                };
-                let to = Address::in_project(handle, project.clone());
-                match mr.foreign_message(&record, Some(project), vec![to.clone()], None) {
-                    Ok(m) => mr.import_mail(
-                        &to,
-                        &m,
-                        if what == "pending" {
-                            State::Unread
-                        } else {
-                            State::Done
-                        },
-                    )?,
-                    Err(e) => {
-                        report.problems.push(Problem {
-                            line: 1,
-                            message: e,
-                        });
-                        reports.push(FileReport {
-                            file: file.display().to_string(),
-                            report,
-                        });
-                        continue;
-                    }
-                }
             }
         };
         if added {
@@ -223,4 +128,75 @@ pub(super) fn import(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result<V
         mr.import_seen(&all, &sender, &[id])?;
     }
     Ok(reports)
+}
+
+/// One file of the tree: `Ok((added, broadcast id, its sender))`, or the reason it is skipped.
+/// Problems that do not stop the import (an unreadable date) go into `report`.
+#[allow(
+    clippy::type_complexity,
+    reason = "a private helper's result, named at its one call"
+)]
+fn import_file(
+    mr: &Mailroom<'_>,
+    project: &Name,
+    all: &mailroom_core::message::ChannelRef,
+    file: &Path,
+    repo: &str,
+    what: &str,
+    report: &mut ImportReport,
+) -> Result<std::result::Result<(bool, Option<mailroom_core::MessageId>, Name), String>> {
+    let bytes =
+        std::fs::read(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+    let doc = match frontmatter::parse(&bytes) {
+        Ok(d) => d,
+        Err(e) => return Ok(Err(format!("the file {e}; skipped"))),
+    };
+    let Some(from) = doc.text("from").filter(|f| !f.trim().is_empty()) else {
+        return Ok(Err("no 'from' in the frontmatter; skipped".into()));
+    };
+    let date = match doc
+        .text("date")
+        .and_then(|d| mailroom_core::interchange::mailbox_md::parse_timestamp(&d))
+    {
+        Some(t) => t,
+        None => {
+            report.problems.push(Problem {
+                line: 1,
+                message: "no readable 'date'; imported with the file's time".into(),
+            });
+            file_time(file)
+        }
+    };
+    let record = Foreign {
+        source_key: format!("repo-mailbox:{repo}:{}", file_name_of(file)),
+        from: from.trim().to_owned(),
+        subject: doc.text("subject").unwrap_or_default(),
+        body: doc.body.clone(),
+        kind: Kind::Info,
+        priority: Priority::Medium,
+        date,
+    };
+    if what == "broadcast" || what == "retracted" {
+        let m = match mr.foreign_message(&record, Some(project), vec![], Some(all.clone())) {
+            Ok(m) => m,
+            Err(e) => return Ok(Err(e)),
+        };
+        let added = mr.import_entry(all, &m, what == "retracted")?;
+        return Ok(Ok((added, Some(m.id), m.from.handle)));
+    }
+    let handle = match mr.import_handle(repo, project) {
+        Ok(h) => h,
+        Err(e) => return Ok(Err(e)),
+    };
+    let to = Address::in_project(handle.clone(), project.clone());
+    let m = match mr.foreign_message(&record, Some(project), vec![to.clone()], None) {
+        Ok(m) => m,
+        Err(e) => return Ok(Err(e)),
+    };
+    let state = if what == "pending" {
+        State::Unread
+    } else {
+        State::Done
+    };
+    Ok(Ok((mr.import_mail(&to, &m, state)?, None, handle)))
 }
