@@ -2,13 +2,19 @@
 //! what a bare handle means from where.
 
 use mailroom_core::ops::Draft;
-use mailroom_core::{Error, ErrorKind, MemberStatus, Policy, State, Store};
+use mailroom_core::{Address, Error, ErrorKind, MemberStatus, Policy, State, Store};
 
 use crate::kit::{addr, draft, err, mailroom, name, now, pending, send};
 
 fn join(m: &mailroom_core::Mailroom<'_>, project: &str, handle: &str) {
-    m.add_member(&name(project), handle, "", MemberStatus::Active)
-        .expect("add member");
+    m.add_member(
+        &Address::human(),
+        &name(project),
+        handle,
+        "",
+        MemberStatus::Active,
+    )
+    .expect("add member");
 }
 
 pub fn send_to_an_inactive_member_is_refused(store: &dyn Store) {
@@ -16,7 +22,12 @@ pub fn send_to_an_inactive_member_is_refused(store: &dyn Store) {
     join(&m, "web", "alice");
     join(&m, "web", "bob");
     let member = m
-        .set_member_status(&name("web"), "bob", MemberStatus::Inactive)
+        .set_member_status(
+            &Address::human(),
+            &name("web"),
+            "bob",
+            MemberStatus::Inactive,
+        )
         .expect("deactivate");
     assert_eq!(member.status, MemberStatus::Inactive);
 
@@ -33,7 +44,7 @@ pub fn send_to_an_inactive_member_is_refused(store: &dyn Store) {
             .is_empty()
     );
 
-    m.set_member_status(&name("web"), "bob", MemberStatus::Active)
+    m.set_member_status(&Address::human(), &name("web"), "bob", MemberStatus::Active)
         .expect("reactivate");
     let msg = send(&m, "alice@web", &["bob"], "hello again");
     assert_eq!(pending(store, "bob@web"), vec![(msg.id, State::Unread)]);
@@ -82,8 +93,13 @@ pub fn sender_off_the_roster_or_inactive_is_refused(store: &dyn Store) {
             .expect("member"),
         None
     );
-    m.set_member_status(&name("web"), "bob", MemberStatus::Inactive)
-        .expect("deactivate");
+    m.set_member_status(
+        &Address::human(),
+        &name("web"),
+        "bob",
+        MemberStatus::Inactive,
+    )
+    .expect("deactivate");
     let e = err(m.send(&addr("bob@web"), draft(&["HUMAN"], "still here?")));
     assert_eq!(
         e.kind(),
@@ -183,8 +199,14 @@ pub fn bare_handle_skips_projects_where_it_is_inactive(store: &dyn Store) {
     let m = mailroom(store);
     join(&m, "web", "alice");
     join(&m, "api", "bob");
-    m.add_member(&name("db"), "bob", "", MemberStatus::Inactive)
-        .expect("add inactive");
+    m.add_member(
+        &Address::human(),
+        &name("db"),
+        "bob",
+        "",
+        MemberStatus::Inactive,
+    )
+    .expect("add inactive");
     let msg = send(&m, "alice@web", &["bob"], "hello");
     assert_eq!(msg.to, vec![addr("bob@api")]);
 }
@@ -257,8 +279,14 @@ pub fn resolve_lists_every_candidate_in_order(store: &dyn Store) {
     let m = mailroom(store);
     join(&m, "web", "bob");
     join(&m, "api", "bob");
-    m.add_member(&name("db"), "bob", "", MemberStatus::Inactive)
-        .expect("add inactive");
+    m.add_member(
+        &Address::human(),
+        &name("db"),
+        "bob",
+        "",
+        MemberStatus::Inactive,
+    )
+    .expect("add inactive");
 
     let r = m.resolve(Some(&name("web")), "bob").expect("resolve");
     let found: Vec<String> = r.candidates.iter().map(|c| c.address.to_string()).collect();
@@ -313,15 +341,21 @@ pub fn malformed_and_reserved_names_are_invalid_and_change_nothing(store: &dyn S
         );
     }
     for h in ["_x", "a/b", ""] {
-        let e = err(m.add_member(&name("web"), h, "", MemberStatus::Active));
+        let e = err(m.add_member(&Address::human(), &name("web"), h, "", MemberStatus::Active));
         assert!(
             matches!(e, Error::InvalidName { .. }),
             "handle {h:?}: {e:?}"
         );
     }
-    let e = err(m.add_member(&name("web"), "HUMAN", "", MemberStatus::Active));
+    let e = err(m.add_member(
+        &Address::human(),
+        &name("web"),
+        "HUMAN",
+        "",
+        MemberStatus::Active,
+    ));
     assert_eq!(e.kind(), ErrorKind::Invalid);
-    let e = err(m.set_policy("../x", Policy::Roster));
+    let e = err(m.set_policy(&Address::human(), "../x", Policy::Roster));
     assert_eq!(e.kind(), ErrorKind::Invalid);
 
     let projects: Vec<String> = m
@@ -365,7 +399,8 @@ pub fn add_project_reports_creation_and_refuses_another_policy(store: &dyn Store
         Some(Policy::Roster)
     );
 
-    m.set_policy("web", Policy::Open).expect("set policy");
+    m.set_policy(&Address::human(), "web", Policy::Open)
+        .expect("set policy");
     assert_eq!(
         store
             .project(&name("web"))
@@ -373,7 +408,7 @@ pub fn add_project_reports_creation_and_refuses_another_policy(store: &dyn Store
             .map(|p| p.policy),
         Some(Policy::Open)
     );
-    let e = err(m.set_policy("nope", Policy::Open));
+    let e = err(m.set_policy(&Address::human(), "nope", Policy::Open));
     assert_eq!(e.kind(), ErrorKind::NotFound);
     assert!(matches!(e, Error::ProjectNotFound(_)), "{e:?}");
     assert_eq!(store.project(&name("nope")).expect("project"), None);
@@ -382,8 +417,14 @@ pub fn add_project_reports_creation_and_refuses_another_policy(store: &dyn Store
 pub fn roster_is_sorted_and_refuses_duplicates(store: &dyn Store) {
     let m = mailroom(store);
     for (h, role) in [("carol", "qa"), ("alice", "backend"), ("bob", "front\nend")] {
-        m.add_member(&name("web"), h, role, MemberStatus::Active)
-            .expect("add");
+        m.add_member(
+            &Address::human(),
+            &name("web"),
+            h,
+            role,
+            MemberStatus::Active,
+        )
+        .expect("add");
     }
     let roster = m.roster(&name("web")).expect("roster");
     let got: Vec<(String, String)> = roster
@@ -404,13 +445,24 @@ pub fn roster_is_sorted_and_refuses_duplicates(store: &dyn Store) {
             .all(|mb| mb.status == MemberStatus::Active && mb.joined == now())
     );
 
-    let e = err(m.add_member(&name("web"), "alice", "", MemberStatus::Active));
+    let e = err(m.add_member(
+        &Address::human(),
+        &name("web"),
+        "alice",
+        "",
+        MemberStatus::Active,
+    ));
     assert_eq!(e.kind(), ErrorKind::Refused);
 
     let e = err(m.roster(&name("nope")));
     assert!(matches!(e, Error::ProjectNotFound(_)), "{e:?}");
 
-    let e = err(m.set_member_status(&name("web"), "alcie", MemberStatus::Inactive));
+    let e = err(m.set_member_status(
+        &Address::human(),
+        &name("web"),
+        "alcie",
+        MemberStatus::Inactive,
+    ));
     assert_eq!(e.kind(), ErrorKind::NotFound);
     assert!(
         matches!(&e, Error::UnknownHandle { suggestions, .. } if suggestions.first().map(String::as_str) == Some("alice")),
@@ -420,8 +472,14 @@ pub fn roster_is_sorted_and_refuses_duplicates(store: &dyn Store) {
 
 pub fn member_context_counts_pending_mail(store: &dyn Store) {
     let m = mailroom(store);
-    m.add_member(&name("web"), "bob", "backend", MemberStatus::Active)
-        .expect("add");
+    m.add_member(
+        &Address::human(),
+        &name("web"),
+        "bob",
+        "backend",
+        MemberStatus::Active,
+    )
+    .expect("add");
     send(&m, "alice@web", &["bob@web"], "one");
     m.inbox(&addr("bob@web"), None).expect("inbox");
     send(&m, "alice@web", &["bob@web"], "two");

@@ -152,6 +152,7 @@ pub fn lookups_of_unknown_things_are_empty(store: &dyn Store) {
             role: String::new(),
             status: MemberStatus::Inactive,
             joined: now(),
+            since: None,
         };
         assert!(!store.update_member(&name("web"), &member).expect("update"));
         assert_eq!(
@@ -174,6 +175,7 @@ pub fn lookups_of_unknown_things_are_empty(store: &dyn Store) {
                 role: String::new(),
                 status: MemberStatus::Active,
                 joined: now(),
+                since: None,
             },
         )
         .expect("add");
@@ -211,6 +213,7 @@ pub fn ensure_project_and_add_member_are_idempotent(store: &dyn Store) {
         role: "backend".into(),
         status: MemberStatus::Active,
         joined: now(),
+        since: None,
     };
     assert!(store.add_member(&name("web"), &bob).expect("add"));
     assert!(
@@ -275,6 +278,15 @@ pub fn claim_key_returns_the_first_claimant(store: &dyn Store) {
 
 pub fn claim_origin_names_the_first_path(store: &dyn Store) {
     let me = addr("repo@repo");
+    // No mailbox yet: the claim waits for the first mail (a refused command leaves no trace).
+    assert_eq!(
+        store.claim_origin(&me, "/src/z/repo").expect("claim"),
+        OriginClaim::Same
+    );
+    assert!(store.pending(&me).expect("pending").messages.is_empty());
+    store
+        .deliver(&me, &message("alice@web", "repo@repo", "hello"))
+        .expect("deliver");
     assert_eq!(
         store.claim_origin(&me, "/src/a/repo").expect("claim"),
         OriginClaim::Same

@@ -54,9 +54,10 @@ impl AddressSpec {
         Ok(AddressSpec { handle, project })
     }
 
-    /// True when this names the operator's global mailbox.
+    /// True when this names the operator's global mailbox (`HUMAN` in any case, with or
+    /// without a project).
     pub fn is_human(&self) -> bool {
-        self.handle.as_str() == HUMAN
+        self.handle.matches(HUMAN)
     }
 }
 
@@ -131,6 +132,18 @@ mod tests {
             );
         }
         assert_eq!(Address::parse_canonical("HUMAN@web"), Ok(Address::human()));
+    }
+
+    #[test]
+    fn human_in_any_case_is_the_operator() {
+        for s in ["human", "Human", "HUMAN@web", "human@web"] {
+            let a = Address::parse_canonical(s).unwrap();
+            assert_eq!(a.to_string(), "HUMAN", "{s}");
+        }
+        assert_eq!(
+            Address::parse_canonical("Bob@Web").unwrap(),
+            Address::parse_canonical("bob@web").unwrap()
+        );
     }
 
     #[test]

@@ -49,6 +49,19 @@ pub enum Error {
         project: String,
         suggestions: Vec<String>,
     },
+    #[error(
+        "'{handle}' is not an active member of any project; write it as {handle}@PROJECT (`mailroom projects` lists them)"
+    )]
+    HandleNowhere { handle: String },
+    #[error(
+        "there is no {what} '{written}', and '{existing}' is close to it (did you mean '{existing}'?); to create '{written}' anyway, run `{create}` first"
+    )]
+    CloseName {
+        what: &'static str,
+        written: String,
+        existing: String,
+        create: String,
+    },
     #[error("{address} is inactive; reactivate it with `mailroom roster activate {handle} --project {project}`", handle = .address.handle, project = .address.project().map(|p| p.as_str()).unwrap_or("?"))]
     Inactive { address: Address },
     #[error("'{name}' matches several mailboxes: {}; write one of them in full", .candidates.join(", "))]
@@ -89,6 +102,8 @@ pub enum Error {
         hint: &'static str,
     },
     #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
     Refused(String),
     #[error("{0}")]
     Timeout(String),
@@ -119,6 +134,9 @@ impl Error {
             }
             Error::ProjectNotFound(_)
             | Error::UnknownHandle { .. }
+            | Error::CloseName { .. }
+            | Error::HandleNowhere { .. }
+            | Error::NotFound(_)
             | Error::MessageNotFound { .. } => ErrorKind::NotFound,
             Error::Inactive { .. }
             | Error::NotSender { .. }

@@ -112,6 +112,12 @@ pub fn resolve(inputs: &Inputs) -> Result<Option<Identity>> {
             input: handle.clone(),
             source,
         })?;
+        if spec.is_human() {
+            return Err(never_derived(&format!(
+                "{}/.mailroom.toml says handle = \"{handle}\"",
+                repo.toplevel.trim_end_matches('/')
+            )));
+        }
         return Ok(Some(Identity {
             address: qualify(spec, inputs)?,
             source: Source::RepoConfig,
@@ -129,6 +135,12 @@ pub fn resolve(inputs: &Inputs) -> Result<Option<Identity>> {
             "the git top-level '{base}' is not a valid handle ({source}); set one with --as, MAILROOM_AS or a .mailroom.toml"
         ))
     })?;
+    if handle.matches(crate::address::HUMAN) {
+        return Err(never_derived(&format!(
+            "the git top-level {} is named {base}",
+            repo.toplevel
+        )));
+    }
     Ok(Some(Identity {
         address: qualify(
             AddressSpec {
@@ -140,6 +152,13 @@ pub fn resolve(inputs: &Inputs) -> Result<Option<Identity>> {
         source: Source::GitToplevel,
         origin: Some(repo.toplevel.clone()),
     }))
+}
+
+/// Acting as the operator is an explicit act: a repository can never make an agent `HUMAN`.
+fn never_derived(why: &str) -> Error {
+    Error::Refused(format!(
+        "{why}, but the operator's identity HUMAN is never taken from a repository; the operator passes --as HUMAN or sets MAILROOM_AS=HUMAN, and an agent's repository names its own handle in .mailroom.toml"
+    ))
 }
 
 fn qualify(spec: AddressSpec, inputs: &Inputs) -> Result<Address> {
@@ -233,6 +252,30 @@ mod tests {
             ..Inputs::default()
         };
         assert_eq!(who(h), Some(("HUMAN".into(), Source::Flag)));
+    }
+
+    #[test]
+    fn human_is_never_derived_from_a_repository() {
+        for handle in ["HUMAN", "human", "HUMAN@web", "Human@ops"] {
+            let i = Inputs {
+                repo: repo("/src/web", None, Some(handle)),
+                ..Inputs::default()
+            };
+            assert!(matches!(resolve(&i), Err(Error::Refused(_))), "{handle}");
+        }
+        for top in ["/src/HUMAN", "/src/human/"] {
+            let i = Inputs {
+                repo: repo(top, None, None),
+                ..Inputs::default()
+            };
+            assert!(matches!(resolve(&i), Err(Error::Refused(_))), "{top}");
+        }
+        let explicit = Inputs {
+            env_as: Some("human".into()),
+            repo: repo("/src/HUMAN", None, Some("HUMAN")),
+            ..Inputs::default()
+        };
+        assert_eq!(who(explicit), Some(("HUMAN".into(), Source::Env)));
     }
 
     #[test]

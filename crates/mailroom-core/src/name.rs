@@ -4,6 +4,11 @@
 //! The rule is `[A-Za-z0-9][A-Za-z0-9._-]{0,63}`; names starting with `_` are reserved for
 //! mailroom itself. A `Name` that exists has passed the rule, so stores may use it as a path
 //! component as it is.
+//!
+//! Names compare ASCII-case-insensitively (`Api`, `api` and `API` are one name): equality,
+//! ordering and hashing all fold case, so no map or comparison anywhere can tell two spellings
+//! apart. A name keeps the spelling it was written with for display; stores keep the spelling a
+//! name was first written with and find it under any other.
 
 use std::fmt;
 
@@ -11,8 +16,39 @@ use std::fmt;
 pub const MAX_NAME_LEN: usize = 64;
 
 /// A project, handle or channel name that follows the naming rule.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug)]
 pub struct Name(String);
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Name) -> bool {
+        self.0.eq_ignore_ascii_case(&other.0)
+    }
+}
+
+impl Eq for Name {}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Name) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Name {
+    /// Case-folded order, so it agrees with equality (names are ASCII by the rule).
+    fn cmp(&self, other: &Name) -> std::cmp::Ordering {
+        let a = self.0.bytes().map(|b| b.to_ascii_lowercase());
+        a.cmp(other.0.bytes().map(|b| b.to_ascii_lowercase()))
+    }
+}
+
+impl std::hash::Hash for Name {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        for b in self.0.bytes() {
+            state.write_u8(b.to_ascii_lowercase());
+        }
+        state.write_u8(0xff);
+    }
+}
 
 /// Why a string is not a valid name.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -59,6 +95,11 @@ impl Name {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// True when `s` is this name in any case.
+    pub fn matches(&self, s: &str) -> bool {
+        self.0.eq_ignore_ascii_case(s)
+    }
 }
 
 fn describe_char(c: char) -> String {
@@ -91,6 +132,19 @@ mod tests {
         for ok in ["a", "A9", "run-42", "my.repo_x", "0", &"x".repeat(64)] {
             assert_eq!(Name::parse(ok).map(|n| n.to_string()), Ok(ok.to_owned()));
         }
+    }
+
+    #[test]
+    fn case_never_makes_two_names() {
+        let a = Name::parse("Api").unwrap();
+        let b = Name::parse("API").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.cmp(&b), std::cmp::Ordering::Equal);
+        let set: std::collections::HashSet<Name> = [a.clone(), b].into_iter().collect();
+        assert_eq!(set.len(), 1);
+        assert_eq!(a.to_string(), "Api", "display keeps the spelling");
+        assert!(Name::parse("apz").unwrap() > a);
+        assert!(Name::parse("APB").unwrap() < a);
     }
 
     #[test]

@@ -79,6 +79,9 @@ pub struct Member {
     pub role: String,
     pub status: MemberStatus,
     pub joined: Timestamp,
+    /// When the status last changed, when it ever did: an inactive member is not shown the
+    /// broadcasts posted since then, even once reactivated.
+    pub since: Option<Timestamp>,
 }
 
 /// The outcome of claiming an idempotency key.
@@ -258,5 +261,6 @@ pub trait Store {
     fn doctor(&self, fix: bool) -> Result<Vec<Finding>>;
 
     /// Records `path` as the checkout that claims this git-derived identity, unless one did.
+    /// Writes nothing while the identity has no mailbox (`Ok(OriginClaim::Same)`).
     fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim>;
 }

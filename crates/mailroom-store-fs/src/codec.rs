@@ -200,6 +200,9 @@ pub fn member_to_text(m: &Member) -> String {
         .text("role", &m.role)
         .token("status", m.status.as_str())
         .token("joined", &m.joined.to_string());
+    if let Some(since) = m.since {
+        w.token("since", &since.to_string());
+    }
     w.finish("")
 }
 
@@ -223,6 +226,7 @@ pub fn member_from_bytes(
             .text("joined")
             .and_then(|j| parse_time(&j))
             .unwrap_or_else(fallback_time),
+        since: doc.text("since").and_then(|t| parse_time(&t)),
     }
 }
 

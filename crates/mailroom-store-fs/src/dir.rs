@@ -69,6 +69,11 @@ impl Dir {
         std::os::fd::AsFd::as_fd(&self.fd)
     }
 
+    /// The last component of the path this directory was opened at.
+    pub fn file_name(&self) -> Option<&str> {
+        self.path.file_name().and_then(|n| n.to_str())
+    }
+
     pub fn child_path(&self, name: &str) -> PathBuf {
         self.path.join(name)
     }

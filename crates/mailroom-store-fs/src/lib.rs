@@ -12,6 +12,7 @@ mod dir;
 mod doctor;
 mod error;
 pub mod frontmatter;
+mod names;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -119,6 +120,11 @@ impl FsStore {
         &self.home
     }
 
+    /// Whether the home exists (anything was ever written to it).
+    pub fn exists(&self) -> Result<bool, FsError> {
+        Ok(self.root()?.is_some())
+    }
+
     /// The home, or `None` when it does not exist yet.
     pub(crate) fn root(&self) -> Result<Option<Dir>, FsError> {
         match Dir::open_root(&self.home) {
@@ -189,7 +195,8 @@ impl FsStore {
         match scope {
             Scope::Global => open(&root, GLOBAL),
             Scope::Project(p) => match open(&root, PROJECTS)? {
-                Some(projects) => open(&projects, p.as_str()),
+                Some(projects) if create => names::open_or_create(&projects, p.as_str()).map(Some),
+                Some(projects) => names::open(&projects, p.as_str()),
                 None => Ok(None),
             },
         }
@@ -210,8 +217,8 @@ impl FsStore {
             scope.open(BOXES)?
         };
         match boxes {
-            Some(b) if create => b.open_or_create(address.handle.as_str()).map(Some),
-            Some(b) => b.open(address.handle.as_str()),
+            Some(b) if create => names::open_or_create(&b, address.handle.as_str()).map(Some),
+            Some(b) => names::open(&b, address.handle.as_str()),
             None => Ok(None),
         }
     }
@@ -227,8 +234,8 @@ impl FsStore {
             project.open(CHANNELS)?
         };
         match channels {
-            Some(c) if create => c.open_or_create(channel.name.as_str()).map(Some),
-            Some(c) => c.open(channel.name.as_str()),
+            Some(c) if create => names::open_or_create(&c, channel.name.as_str()).map(Some),
+            Some(c) => names::open(&c, channel.name.as_str()),
             None => Ok(None),
         }
     }
@@ -468,7 +475,12 @@ impl Store for FsStore {
             return Ok(None);
         };
         let fallback = || ctime_of(&dir, PROJECT_FILE);
-        Ok(Some(codec::project_from_bytes(&bytes, name, fallback)))
+        // The name as first written, which is the directory's.
+        let spelled = dir
+            .file_name()
+            .and_then(|n| Name::parse(n).ok())
+            .unwrap_or_else(|| name.clone());
+        Ok(Some(codec::project_from_bytes(&bytes, &spelled, fallback)))
     }
 
     fn ensure_project(&self, project: &Project) -> Result<(Project, bool)> {
@@ -531,12 +543,18 @@ impl Store for FsStore {
         let Some(roster) = dir.open(ROSTER)? else {
             return Ok(None);
         };
-        let name = format!("{handle}.md");
+        let Some(name) = names::spelled(&roster, handle.as_str(), ".md")? else {
+            return Ok(None);
+        };
         let Some(bytes) = roster.read(&name)? else {
             return Ok(None);
         };
         let fallback = || ctime_of(&roster, &name);
-        Ok(Some(codec::member_from_bytes(&bytes, handle, fallback)))
+        let spelled = name
+            .strip_suffix(".md")
+            .and_then(|h| Name::parse(h).ok())
+            .unwrap_or_else(|| handle.clone());
+        Ok(Some(codec::member_from_bytes(&bytes, &spelled, fallback)))
     }
 
     fn add_member(&self, project: &Name, member: &Member) -> Result<bool> {
@@ -549,6 +567,9 @@ impl Store for FsStore {
         })?;
         let tmp = dir.open_or_create(TMP)?;
         let roster = dir.open_or_create(ROSTER)?;
+        if names::spelled(&roster, member.handle.as_str(), ".md")?.is_some() {
+            return Ok(false);
+        }
         Ok(Self::create_exclusive(
             &tmp,
             &roster,
@@ -564,10 +585,9 @@ impl Store for FsStore {
         let Some(roster) = dir.open(ROSTER)? else {
             return Ok(false);
         };
-        let name = format!("{}.md", member.handle);
-        if !roster.exists(&name)? {
+        let Some(name) = names::spelled(&roster, member.handle.as_str(), ".md")? else {
             return Ok(false);
-        }
+        };
         let tmp = dir.open_or_create(TMP)?;
         Self::replace(&tmp, &roster, &name, &codec::member_to_text(member))?;
         Ok(true)
@@ -920,7 +940,7 @@ impl Store for FsStore {
         let Some(seen) = dir.open(SEEN)? else {
             return Ok(vec![]);
         };
-        let Some(mine) = seen.open(reader.as_str())? else {
+        let Some(mine) = names::open(&seen, reader.as_str())? else {
             return Ok(vec![]);
         };
         Ok(mine
@@ -946,7 +966,7 @@ impl Store for FsStore {
                 std::io::ErrorKind::NotFound.into(),
             )
         })?;
-        let mine = dir.open_or_create(SEEN)?.open_or_create(reader.as_str())?;
+        let mine = names::open_or_create(&dir.open_or_create(SEEN)?, reader.as_str())?;
         // Not fsynced: a seen mark lost in a crash shows the entry once more, never loses it.
         Ok(ids
             .iter()
@@ -1065,13 +1085,10 @@ impl Store for FsStore {
     }
 
     fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim> {
-        let bx = self.box_dir(identity, true)?.ok_or_else(|| {
-            FsError::io(
-                "create",
-                self.home.join(BOXES),
-                std::io::ErrorKind::NotFound.into(),
-            )
-        })?;
+        // A mailbox that was never written to is not created just to hold the claim.
+        let Some(bx) = self.box_dir(identity, false)? else {
+            return Ok(OriginClaim::Same);
+        };
         if let Some(existing) = bx.read(ORIGIN)? {
             let existing = String::from_utf8_lossy(&existing).trim().to_owned();
             return Ok(if existing == path {

@@ -45,9 +45,21 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(cli: &Cli, env: &Env) -> Result<Ctx> {
-        let home = match cli.home.clone().or_else(|| env.home.clone()) {
-            Some(h) => h,
-            None => default_home()?,
+        let home = match (&cli.home, &env.home) {
+            // A path typed on the command line means what the shell it was typed in means.
+            (Some(h), _) => std::path::absolute(h)
+                .with_context(|| format!("cannot resolve --home {}", h.display()))?,
+            (None, Some(h)) if h.is_relative() => {
+                // An agent's working directory changes under it: a relative home would put
+                // mail in a different place from every other directory.
+                return Err(Error::Invalid(format!(
+                    "MAILROOM_HOME is the relative path '{}'; set it to an absolute path (or unset it for the default home)",
+                    h.display()
+                ))
+                .into());
+            }
+            (None, Some(h)) => h.clone(),
+            (None, None) => default_home()?,
         };
         let (repo, config_url) = match env.cwd.as_deref().map(find_repo).transpose()? {
             Some(Some((repo, url))) => (Some(repo), url),
@@ -78,26 +90,37 @@ impl Ctx {
         Mailroom::new(&self.store)
     }
 
-    /// The identity, if one can be had; records a git-derived claim on first use.
+    /// The identity, if one can be had, its names spelled as they were first written.
     pub fn identity(&mut self) -> Result<Option<Identity>> {
         if let Some(i) = &self.identity {
             return Ok(i.clone());
         }
-        let id = identity::resolve(&self.inputs)?;
-        if let Some(Identity {
-            address,
-            origin: Some(path),
-            ..
-        }) = &id
-        {
-            if let OriginClaim::Other(first) = self.store.claim_origin(address, path)? {
-                eprintln!(
-                    "warning: {address} is also used by the checkout {first}; checkouts with the same name share one mailbox (give this one its own handle in .mailroom.toml)"
-                );
-            }
+        let mut id = identity::resolve(&self.inputs)?;
+        if let Some(i) = &mut id {
+            i.address = self.mailroom().spelled(&i.address)?;
         }
         self.identity = Some(id.clone());
         Ok(id)
+    }
+
+    /// Records the checkout that claims a git-derived identity, once a command using it has
+    /// succeeded (a refused command leaves no trace), and warns when another checkout claimed
+    /// it first.
+    pub fn record_claim(&self) -> Result<()> {
+        let Some(Some(Identity {
+            address,
+            origin: Some(path),
+            ..
+        })) = &self.identity
+        else {
+            return Ok(());
+        };
+        if let OriginClaim::Other(first) = self.store.claim_origin(address, path)? {
+            eprintln!(
+                "warning: {address} is also used by the checkout {first}; checkouts with the same name share one mailbox (give this one its own handle in .mailroom.toml)"
+            );
+        }
+        Ok(())
     }
 
     /// The identity, or the error that says how to get one.

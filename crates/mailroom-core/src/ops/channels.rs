@@ -69,7 +69,10 @@ impl Mailroom<'_> {
         let sender_plan = self.plan_sender(me)?;
         let in_project = match me.project() {
             Some(p) if p == project => None,
-            _ => Some(self.plan_project(project)?),
+            _ => {
+                self.check_may_write_into(me, project)?;
+                Some(self.plan_project(project)?)
+            }
         };
         let now = self.now();
         let id = MessageId::generate();
@@ -392,7 +395,7 @@ impl Mailroom<'_> {
         written: &str,
         project: &Name,
     ) -> std::result::Result<Address, String> {
-        if written.trim() == crate::address::HUMAN {
+        if written.trim().eq_ignore_ascii_case(crate::address::HUMAN) {
             return Ok(Address::human());
         }
         if let Ok(spec) = crate::address::AddressSpec::parse(written.trim()) {

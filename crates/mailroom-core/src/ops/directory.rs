@@ -70,7 +70,7 @@ impl Mailroom<'_> {
         }
         if let Some(cur) = current {
             if let Some(m) = self.store.member(cur, &spec.handle)? {
-                return self.plan_with(cur, &spec.handle, Some(m));
+                return self.plan_with(cur, &spec.handle, Some(m), Creator::Other);
             }
         }
         let elsewhere = self.active_elsewhere(&spec.handle, current)?;
@@ -81,45 +81,147 @@ impl Mailroom<'_> {
                 candidates: elsewhere.iter().map(|c| c.address.to_string()).collect(),
             }),
             (_, Some(cur)) => self.plan_in(cur, &spec.handle),
-            (_, None) => Err(Error::UnknownHandle {
+            (_, None) => Err(Error::HandleNowhere {
                 handle: spec.handle.to_string(),
-                project: "any project".into(),
-                suggestions: vec![],
             }),
         }
     }
 
     fn plan_in(&self, project: &Name, handle: &Name) -> Result<Plan> {
         let member = self.store.member(project, handle)?;
-        self.plan_with(project, handle, member)
+        self.plan_with(project, handle, member, Creator::Other)
     }
 
-    /// [`Mailroom::plan_in`] with the roster entry already looked up. An active member needs
-    /// nothing else read: the project is consulted only when the handle is not on the roster.
-    fn plan_with(&self, project: &Name, handle: &Name, member: Option<Member>) -> Result<Plan> {
-        let address = Address::in_project(handle.clone(), project.clone());
+    /// [`Mailroom::plan_in`] with the roster entry already looked up. Names take the spelling
+    /// they were first written with; a new mailbox whose name is close to an existing one is
+    /// refused (a typo is not a new mailbox) unless its owner is the one creating it.
+    fn plan_with(
+        &self,
+        project: &Name,
+        handle: &Name,
+        member: Option<Member>,
+        creator: Creator,
+    ) -> Result<Plan> {
+        let existing = self.store.project(project)?;
+        let spelled = existing.as_ref().map(|p| p.name.clone());
+        let project = spelled.as_ref().unwrap_or(project);
         match member {
-            Some(m) if m.status == MemberStatus::Active => return Ok(Plan::ready(address)),
-            Some(_) => return Err(Error::Inactive { address }),
+            Some(m) if m.status == MemberStatus::Active => {
+                return Ok(Plan::ready(Address::in_project(m.handle, project.clone())));
+            }
+            Some(m) => {
+                return Err(Error::Inactive {
+                    address: Address::in_project(m.handle, project.clone()),
+                });
+            }
             None => {}
         }
-        match self.store.project(project)? {
-            None => Ok(Plan {
-                address,
-                create_project: true,
-                add_member: true,
-            }),
-            Some(p) if p.policy == Policy::Open => Ok(Plan {
-                address,
-                create_project: false,
-                add_member: true,
-            }),
+        let address = Address::in_project(handle.clone(), project.clone());
+        match existing.map(|p| p.policy) {
+            None => {
+                if creator == Creator::Other {
+                    let names: Vec<Name> =
+                        self.store.projects()?.into_iter().map(|p| p.name).collect();
+                    if let Some(close) = closest(project, &names) {
+                        return Err(Error::CloseName {
+                            what: "project",
+                            written: project.to_string(),
+                            existing: close.to_string(),
+                            create: format!("mailroom projects add {project}"),
+                        });
+                    }
+                }
+                Ok(Plan {
+                    address,
+                    create_project: true,
+                    add_member: true,
+                })
+            }
+            Some(Policy::Open) => {
+                if creator == Creator::Other {
+                    let names: Vec<Name> = self
+                        .store
+                        .roster(project)?
+                        .into_iter()
+                        .map(|m| m.handle)
+                        .collect();
+                    if let Some(close) = closest(handle, &names) {
+                        return Err(Error::CloseName {
+                            what: "mailbox",
+                            written: address.to_string(),
+                            existing: Address::in_project(close.clone(), project.clone())
+                                .to_string(),
+                            create: format!("mailroom roster add {handle} --project {project}"),
+                        });
+                    }
+                }
+                Ok(Plan {
+                    address,
+                    create_project: false,
+                    add_member: true,
+                })
+            }
             Some(_) => Err(Error::UnknownHandle {
                 handle: handle.to_string(),
                 project: project.to_string(),
                 suggestions: self.similar(project, handle)?,
             }),
         }
+    }
+
+    /// `address` with its names spelled as they were first written (an unknown name keeps
+    /// the spelling given).
+    pub fn spelled(&self, address: &Address) -> Result<Address> {
+        let Some(project) = address.project() else {
+            return Ok(Address::human());
+        };
+        let project = self
+            .store
+            .project(project)?
+            .map_or_else(|| project.clone(), |p| p.name);
+        let handle = self
+            .store
+            .member(&project, &address.handle)?
+            .map_or_else(|| address.handle.clone(), |m| m.handle);
+        Ok(Address::in_project(handle, project))
+    }
+
+    /// A `roster` project takes mail and posts only from its active members and `HUMAN`:
+    /// writing `member@project` from elsewhere is no way around the roster.
+    pub(crate) fn check_may_write_into(&self, me: &Address, project: &Name) -> Result<()> {
+        if me.is_human() || me.project() == Some(project) {
+            // Members of the project itself are checked by `plan_sender`.
+            return Ok(());
+        }
+        match self.store.project(project)? {
+            Some(p) if p.policy == Policy::Roster => Err(Error::Refused(format!(
+                "project '{}' has policy roster and you ({me}) are not on its roster; ask the operator or one of its members for `mailroom roster add {} --project {}`",
+                p.name, me.handle, p.name
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// A project's roster and policy are changed by `HUMAN` and by its active members; a
+    /// project with no active member yet (new, or emptied) may be set up by anyone.
+    pub(crate) fn check_may_govern(&self, actor: &Address, project: &Name) -> Result<()> {
+        if actor.is_human() {
+            return Ok(());
+        }
+        if actor.project() == Some(project) {
+            if let Some(m) = self.store.member(project, &actor.handle)? {
+                if m.status == MemberStatus::Active {
+                    return Ok(());
+                }
+            }
+        }
+        let roster = self.store.roster(project)?;
+        if roster.iter().all(|m| m.status != MemberStatus::Active) {
+            return Ok(());
+        }
+        Err(Error::Refused(format!(
+            "only project '{project}''s active members and HUMAN may change its roster or policy, and you are {actor}; ask one of them (`mailroom roster list --project {project}`), or the operator with --as HUMAN"
+        )))
     }
 
     /// What must exist for `project` to take a post: the project itself.
@@ -136,7 +238,11 @@ impl Mailroom<'_> {
     pub(crate) fn plan_sender(&self, me: &Address) -> Result<Plan> {
         match &me.scope {
             Scope::Global => Ok(Plan::ready(me.clone())),
-            Scope::Project(p) => self.plan_in(p, &me.handle).map_err(|e| match e {
+            Scope::Project(p) => {
+                let member = self.store.member(p, &me.handle)?;
+                self.plan_with(p, &me.handle, member, Creator::Owner)
+            }
+            .map_err(|e| match e {
                 Error::Inactive { address } => Error::Refused(format!(
                     "you ({address}) are inactive in project '{p}'; reactivate with `mailroom roster activate {} --project {p}`",
                     address.handle
@@ -176,6 +282,7 @@ impl Mailroom<'_> {
                     role: String::new(),
                     status: MemberStatus::Active,
                     joined: now,
+                    since: None,
                 },
             )?;
             if added {
@@ -203,7 +310,7 @@ impl Mailroom<'_> {
                 if m.status == MemberStatus::Active {
                     out.push(Candidate {
                         reason: format!("active member of project '{}'", p.name),
-                        address: Address::in_project(handle.clone(), p.name),
+                        address: Address::in_project(m.handle, p.name),
                     });
                 }
             }
@@ -304,8 +411,12 @@ impl Mailroom<'_> {
         Ok((p, created))
     }
 
-    pub fn set_policy(&self, project: &str, policy: Policy) -> Result<()> {
+    pub fn set_policy(&self, actor: &Address, project: &str, policy: Policy) -> Result<()> {
         let name = name("project", project)?;
+        if self.store.project(&name)?.is_none() {
+            return Err(Error::ProjectNotFound(name.to_string()));
+        }
+        self.check_may_govern(actor, &name)?;
         if self.store.set_policy(&name, policy)? {
             Ok(())
         } else {
@@ -313,8 +424,12 @@ impl Mailroom<'_> {
         }
     }
 
+    /// The roster of `project`; the implicit default project is empty until first written.
     pub fn roster(&self, project: &Name) -> Result<Vec<Member>> {
         if self.store.project(project)?.is_none() {
+            if project.matches(crate::identity::DEFAULT_PROJECT) {
+                return Ok(vec![]);
+            }
             return Err(Error::ProjectNotFound(project.to_string()));
         }
         self.store.roster(project)
@@ -323,16 +438,24 @@ impl Mailroom<'_> {
     /// Adds a member (creating an open project on first use); refuses a handle already there.
     pub fn add_member(
         &self,
+        actor: &Address,
         project: &Name,
         handle: &str,
         role: &str,
         status: MemberStatus,
     ) -> Result<Member> {
         let handle = name("handle", handle)?;
-        if handle.as_str() == crate::address::HUMAN {
+        if handle.matches(crate::address::HUMAN) {
             return Err(Error::Invalid(
                 "HUMAN is the operator's global mailbox and cannot join a roster".into(),
             ));
+        }
+        self.check_may_govern(actor, project)?;
+        if let Some(m) = self.store.member(project, &handle)? {
+            return Err(Error::Refused(format!(
+                "'{}' is already on the roster of project '{project}'; use `mailroom roster activate` or `deactivate` to change it",
+                m.handle
+            )));
         }
         let now = self.now();
         self.store.ensure_project(&Project {
@@ -345,6 +468,7 @@ impl Mailroom<'_> {
             role: crate::text::clean_line(role),
             status,
             joined: now,
+            since: None,
         };
         if self.store.add_member(project, &member)? {
             Ok(member)
@@ -358,6 +482,7 @@ impl Mailroom<'_> {
     /// Sets a member's status; returns the entry as it now is.
     pub fn set_member_status(
         &self,
+        actor: &Address,
         project: &Name,
         handle: &str,
         status: MemberStatus,
@@ -366,6 +491,7 @@ impl Mailroom<'_> {
         if self.store.project(project)?.is_none() {
             return Err(Error::ProjectNotFound(project.to_string()));
         }
+        self.check_may_govern(actor, project)?;
         let Some(mut member) = self.store.member(project, &handle)? else {
             return Err(Error::UnknownHandle {
                 suggestions: if self.store.project(project)?.is_some() {
@@ -377,7 +503,26 @@ impl Mailroom<'_> {
                 project: project.to_string(),
             });
         };
+        if member.status == status {
+            return Ok(member);
+        }
+        let now = self.now();
+        if status == MemberStatus::Active {
+            // Broadcasts posted while the member was inactive were never for it.
+            let since = member.since.unwrap_or(member.joined);
+            let all = self.channel_ref(project, crate::message::BROADCAST)?;
+            let missed: Vec<_> = self
+                .store
+                .unseen(&all, &member.handle)?
+                .messages
+                .into_iter()
+                .map(|s| s.message.id)
+                .filter(|id| id.timestamp() >= since)
+                .collect();
+            self.store.mark_seen(&all, &member.handle, &missed)?;
+        }
         member.status = status;
+        member.since = Some(now);
         self.store.update_member(project, &member)?;
         Ok(member)
     }
@@ -409,20 +554,74 @@ impl Plan {
     }
 }
 
-/// Levenshtein distance; small inputs only (handles are at most 64 bytes).
+/// Who makes a mailbox exist: its owner acting for the first time may pick any free name;
+/// anyone else writing a name close to an existing one is probably mistyping it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Creator {
+    Owner,
+    Other,
+}
+
+/// The existing name `new` is most likely a typo of, if any: one edit away (two for names of
+/// six characters or more), where swapping two neighbours is one edit. Names that differ only
+/// in their numbers (`agent-2`, `agent-12`) are a series, not a typo.
+fn closest<'a>(new: &Name, existing: &'a [Name]) -> Option<&'a Name> {
+    let want = new.as_str().to_ascii_lowercase();
+    let series = |s: &str| {
+        let mut out = String::new();
+        for c in s.chars() {
+            if !c.is_ascii_digit() {
+                out.push(c);
+            } else if !out.ends_with('#') {
+                out.push('#');
+            }
+        }
+        out
+    };
+    existing
+        .iter()
+        .filter(|e| *e != new)
+        .map(|e| {
+            let have = e.as_str().to_ascii_lowercase();
+            (edit_distance(&want, &have), e, have)
+        })
+        .filter(|(d, _, have)| {
+            let limit = if want.len().min(have.len()) >= 6 {
+                2
+            } else {
+                1
+            };
+            *d <= limit && series(&want) != series(have)
+        })
+        .min_by_key(|(d, e, _)| (*d, e.as_str().to_owned()))
+        .map(|(_, e, _)| e)
+}
+
+/// Edit distance where an insertion, a deletion, a substitution or a swap of two neighbours
+/// is one edit (optimal string alignment); small inputs only (names are at most 64 bytes).
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
         }
     }
-    row[b.len()]
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -430,8 +629,30 @@ mod tests {
     #[test]
     fn edit_distance_counts_edits() {
         assert_eq!(super::edit_distance("bob", "bob"), 0);
-        assert_eq!(super::edit_distance("bbo", "bob"), 2);
+        assert_eq!(super::edit_distance("bbo", "bob"), 1);
+        assert_eq!(super::edit_distance("wbe", "web"), 1);
         assert_eq!(super::edit_distance("backend", "backnd"), 1);
         assert_eq!(super::edit_distance("", "abc"), 3);
+    }
+
+    #[test]
+    fn a_close_new_name_is_a_typo_but_a_numbered_series_is_not() {
+        let names = |v: &[&str]| -> Vec<super::Name> {
+            v.iter().map(|s| super::Name::parse(s).unwrap()).collect()
+        };
+        let have = names(&["web", "backend", "agent-1", "api"]);
+        let close =
+            |n: &str| super::closest(&super::Name::parse(n).unwrap(), &have).map(|c| c.to_string());
+        assert_eq!(close("wbe"), Some("web".into()));
+        assert_eq!(close("backnde"), Some("backend".into()));
+        assert_eq!(close("agent-2"), None);
+        assert_eq!(close("agent-12"), None);
+        assert_eq!(
+            close("WEB"),
+            None,
+            "the same name in another case is that name"
+        );
+        assert_eq!(close("frontend"), None);
+        assert_eq!(close("ops"), None);
     }
 }

@@ -177,6 +177,7 @@ impl Mailroom<'_> {
                 role: crate::text::clean_line(role),
                 status,
                 joined: now,
+                since: None,
             },
         )
     }

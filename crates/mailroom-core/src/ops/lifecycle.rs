@@ -158,12 +158,18 @@ impl Mailroom<'_> {
         Ok(listing)
     }
 
-    /// The broadcast channel of `me`'s project (none for the global HUMAN).
+    /// The broadcast channel of `me`'s project: none for the global HUMAN, and none for an
+    /// inactive member (broadcasts are for the project's active members).
     fn broadcast_channel(&self, me: &Address) -> Result<Option<crate::message::ChannelRef>> {
-        match me.project() {
-            Some(p) => Ok(Some(self.channel_ref(p, crate::message::BROADCAST)?)),
-            None => Ok(None),
+        let Some(p) = me.project() else {
+            return Ok(None);
+        };
+        if let Some(m) = self.store.member(p, &me.handle)? {
+            if m.status == crate::store::MemberStatus::Inactive {
+                return Ok(None);
+            }
         }
+        Ok(Some(self.channel_ref(p, crate::message::BROADCAST)?))
     }
 
     /// Moves the unread ones among `shown` to read and refreshes their content with what was

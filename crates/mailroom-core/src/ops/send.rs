@@ -67,6 +67,11 @@ impl Mailroom<'_> {
             }
         }
         let sender_plan = self.plan_sender(me)?;
+        for plan in &plans {
+            if let Some(project) = plan.address.project() {
+                self.check_may_write_into(me, project)?;
+            }
+        }
 
         let now = self.now();
         let id = MessageId::generate();

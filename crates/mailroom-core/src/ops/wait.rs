@@ -83,10 +83,8 @@ impl Mailroom<'_> {
                 Some(p) => Ok(Address::in_project(spec.handle, p)),
                 None => match me.project() {
                     Some(p) => Ok(Address::in_project(spec.handle, p.clone())),
-                    None => Err(Error::UnknownHandle {
+                    None => Err(Error::HandleNowhere {
                         handle: spec.handle.to_string(),
-                        project: "any project".into(),
-                        suggestions: vec![],
                     }),
                 },
             },

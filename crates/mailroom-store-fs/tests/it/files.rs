@@ -124,13 +124,15 @@ fn every_directory_is_0700_and_every_file_0600() {
     let (alice, bob) = (addr("alice@web"), addr("bob@web"));
     m.add_project("ops", Policy::Roster).expect("add project");
     m.add_member(
+        &Address::human(),
         &Name::parse("ops").expect("name"),
         "carol",
         "qa",
         MemberStatus::Active,
     )
     .expect("add member");
-    m.set_policy("ops", Policy::Open).expect("set policy");
+    m.set_policy(&Address::human(), "ops", Policy::Open)
+        .expect("set policy");
     let read = send(&home, "alice@web", "bob@web", "one");
     let unread = send(&home, "alice@web", "bob@web", "two");
     m.read(&bob, &read.id.to_string(), false).expect("read");
@@ -195,6 +197,7 @@ fn a_symlinked_directory_in_a_mailbox_is_refused_not_followed() {
         let home = Home::new();
         let m = home.ops();
         m.add_member(
+            &Address::human(),
             &Name::parse("web").expect("name"),
             "bob",
             "",
@@ -205,9 +208,11 @@ fn a_symlinked_directory_in_a_mailbox_is_refused_not_followed() {
         if planted.is_empty() {
             std::fs::create_dir_all(bx.parent().expect("boxes")).expect("boxes");
         } else {
-            home.store
-                .claim_origin(&addr("bob@web"), "/src/bob")
+            m.send(&addr("alice@web"), draft("bob@web", "first"))
                 .expect("create the mailbox");
+            for state in ["unread", "tmp"] {
+                let _ = std::fs::remove_dir_all(bx.join(state));
+            }
             let _ = std::fs::remove_dir(bx.join(planted));
         }
         let outside = home.outside();
@@ -246,6 +251,7 @@ fn a_symlinked_mailbox_is_never_listed_through() {
     let home = Home::new();
     home.ops()
         .add_member(
+            &Address::human(),
             &Name::parse("web").expect("name"),
             "bob",
             "",

@@ -75,8 +75,10 @@ pub fn run() -> Result<()> {
         &["projects", "add", "shop", "--policy", "roster"],
     )?;
     demo.step(
-        "The backend agent joins...",
+        "The operator puts the backend agent on its roster...",
         &[
+            "--as",
+            "HUMAN",
             "roster",
             "add",
             "api",
@@ -87,8 +89,10 @@ pub fn run() -> Result<()> {
         ],
     )?;
     demo.step(
-        "...and the frontend agent too.",
+        "...and the frontend agent too (only members and HUMAN may change a roster).",
         &[
+            "--as",
+            "HUMAN",
             "roster",
             "add",
             "web",

@@ -1,6 +1,6 @@
 //! `roster`, `projects` and `resolve`: who exists and what a name means.
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use mailroom_core::{Member, MemberStatus, Policy, Project};
 use serde_json::{Value, json};
 
@@ -25,9 +25,15 @@ fn policy(p: PolicyArg) -> Policy {
 
 pub fn roster(ctx: &mut Ctx, action: Option<RosterAction>) -> Result<()> {
     let project = ctx.project()?;
+    let action = action.unwrap_or(RosterAction::List);
+    // Changing a roster is someone's act: the core checks that they may.
+    let actor = match action {
+        RosterAction::List => None,
+        _ => Some(ctx.me()?),
+    };
     let mr = ctx.mailroom();
-    let changed = match action.unwrap_or(RosterAction::List) {
-        RosterAction::List => {
+    let changed = match (action, actor) {
+        (RosterAction::List, _) | (_, None) => {
             let members = mr.roster(&project)?;
             if ctx.json {
                 output::print_json(
@@ -56,24 +62,30 @@ pub fn roster(ctx: &mut Ctx, action: Option<RosterAction>) -> Result<()> {
             crate::out!("{}", table(&rows));
             return Ok(());
         }
-        RosterAction::Add {
-            handle,
-            role,
-            inactive,
-        } => {
+        (
+            RosterAction::Add {
+                handle,
+                role,
+                inactive,
+            },
+            Some(actor),
+        ) => {
             let status = if inactive {
                 MemberStatus::Inactive
             } else {
                 MemberStatus::Active
             };
-            (mr.add_member(&project, &handle, &role, status)?, "added")
+            (
+                mr.add_member(&actor, &project, &handle, &role, status)?,
+                "added",
+            )
         }
-        RosterAction::Activate { handle } => (
-            mr.set_member_status(&project, &handle, MemberStatus::Active)?,
+        (RosterAction::Activate { handle }, Some(actor)) => (
+            mr.set_member_status(&actor, &project, &handle, MemberStatus::Active)?,
             "activated",
         ),
-        RosterAction::Deactivate { handle } => (
-            mr.set_member_status(&project, &handle, MemberStatus::Inactive)?,
+        (RosterAction::Deactivate { handle }, Some(actor)) => (
+            mr.set_member_status(&actor, &project, &handle, MemberStatus::Inactive)?,
             "deactivated",
         ),
     };
@@ -91,8 +103,13 @@ pub fn roster(ctx: &mut Ctx, action: Option<RosterAction>) -> Result<()> {
 }
 
 pub fn projects(ctx: &mut Ctx, action: Option<ProjectsAction>) -> Result<()> {
+    let action = action.unwrap_or(ProjectsAction::List);
+    let actor = match action {
+        ProjectsAction::Set { .. } => Some(ctx.me()?),
+        _ => None,
+    };
     let mr = ctx.mailroom();
-    match action.unwrap_or(ProjectsAction::List) {
+    match action {
         ProjectsAction::List => {
             let projects = mr.projects()?;
             if ctx.json {
@@ -141,7 +158,8 @@ pub fn projects(ctx: &mut Ctx, action: Option<ProjectsAction>) -> Result<()> {
             }
         }
         ProjectsAction::Set { name, policy: p } => {
-            mr.set_policy(&name, policy(p))?;
+            let actor = actor.context("no identity to change the project with")?;
+            mr.set_policy(&actor, &name, policy(p))?;
             if ctx.json {
                 output::print_json(&json!({"project": name, "policy": policy(p).as_str()}));
             } else {

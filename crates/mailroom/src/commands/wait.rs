@@ -60,13 +60,15 @@ pub fn watch(ctx: &mut Ctx, target: Option<&str>) -> Result<()> {
             let r = ctx.mailroom().resolve(me.project(), t)?;
             r.chosen
                 .map(|c| c.address)
-                .ok_or_else(|| Error::UnknownHandle {
-                    handle: t.to_owned(),
-                    project: me
-                        .project()
-                        .map(ToString::to_string)
-                        .unwrap_or_else(|| "any project".into()),
-                    suggestions: vec![],
+                .ok_or_else(|| match me.project() {
+                    Some(p) => Error::UnknownHandle {
+                        handle: t.to_owned(),
+                        project: p.to_string(),
+                        suggestions: vec![],
+                    },
+                    None => Error::HandleNowhere {
+                        handle: t.to_owned(),
+                    },
                 })?
         }
     };

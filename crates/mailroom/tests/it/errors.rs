@@ -60,6 +60,8 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
     let read = home.send("alice", "bob", "already read");
     home.as_("bob", ["read", &read]).ok();
     home.cmd([
+        "--as",
+        "HUMAN",
         "--project",
         "default",
         "roster",
@@ -70,10 +72,19 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
     .ok();
     home.cmd(["projects", "add", "shop", "--policy", "roster"])
         .ok();
-    home.cmd(["--project", "shop", "roster", "add", "frontend"])
-        .ok();
+    home.cmd([
+        "--as",
+        "HUMAN",
+        "--project",
+        "shop",
+        "roster",
+        "add",
+        "frontend",
+    ])
+    .ok();
     for p in ["web", "ops"] {
-        home.cmd(["--project", p, "roster", "add", "sam"]).ok();
+        home.cmd(["--as", "HUMAN", "--project", p, "roster", "add", "sam"])
+            .ok();
     }
 
     let long = "x".repeat(65);
@@ -115,7 +126,15 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
         ));
         cases.push(case(
             format!("roster add {what}"),
-            &["--project", "default", "roster", "add", name],
+            &[
+                "--as",
+                "HUMAN",
+                "--project",
+                "default",
+                "roster",
+                "add",
+                name,
+            ],
             Expect::Code(2),
         ));
     }
@@ -343,12 +362,28 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
         ),
         (
             "activate an unknown member",
-            &["--project", "default", "roster", "activate", "nobody"],
+            &[
+                "--as",
+                "HUMAN",
+                "--project",
+                "default",
+                "roster",
+                "activate",
+                "nobody",
+            ],
             3,
         ),
         (
             "deactivate in an unknown project",
-            &["--project", "nowhere", "roster", "deactivate", "x"],
+            &[
+                "--as",
+                "HUMAN",
+                "--project",
+                "nowhere",
+                "roster",
+                "deactivate",
+                "x",
+            ],
             3,
         ),
         (
@@ -358,12 +393,28 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
         ),
         (
             "add an existing member",
-            &["--project", "shop", "roster", "add", "frontend"],
+            &[
+                "--as",
+                "HUMAN",
+                "--project",
+                "shop",
+                "roster",
+                "add",
+                "frontend",
+            ],
             4,
         ),
         (
             "add HUMAN to a roster",
-            &["--project", "shop", "roster", "add", "HUMAN"],
+            &[
+                "--as",
+                "HUMAN",
+                "--project",
+                "shop",
+                "roster",
+                "add",
+                "HUMAN",
+            ],
             2,
         ),
         (
@@ -373,7 +424,9 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
         ),
         (
             "projects set of an unknown project",
-            &["projects", "set", "nowhere", "--policy", "open"],
+            &[
+                "--as", "HUMAN", "projects", "set", "nowhere", "--policy", "open",
+            ],
             3,
         ),
         ("search for nothing", &["--as", "bob", "search", "  "], 2),
@@ -491,7 +544,9 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
         &["--as", "bob", "done"],
         &["--as", "bob", "done", "--all", &read],
         &["--as", "bob", "inbox", "--limit", "-1"],
-        &["projects", "set", "web", "--policy", "closed"],
+        &[
+            "--as", "HUMAN", "projects", "set", "web", "--policy", "closed",
+        ],
     ] {
         cases.push(case(
             format!("usage: {}", args.join(" ")),

@@ -46,9 +46,39 @@ fn inbox_limit_shows_the_most_urgent_and_leaves_the_rest_unread() {
 fn inbox_of_an_empty_mailbox_says_so() {
     let _s = settings().bind_to_scope();
     let home = Home::new();
+    home.send("alice", "carol", "not for bob");
     let text = home.as_("bob", ["inbox"]).stdout();
     let json = home.as_("bob", ["inbox", "--json"]).json();
     assert_snapshot!(format!("{text}{}", home.redact_json(&json)));
+}
+
+#[test]
+fn reading_commands_say_there_is_no_home_and_create_none() {
+    let home = Home::new();
+    for args in [
+        &["inbox"][..],
+        &["read", "01ZZ"],
+        &["search", "x"],
+        &["outbox"],
+        &["channel", "read", "all"],
+        &["doctor"],
+    ] {
+        let run = home.as_("bob", args).fails(3);
+        assert!(
+            run.stderr.starts_with("error: there is no mailroom home at "),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert!(!home.path().exists(), "no home was created");
+    let relative = home
+        .as_("bob", ["inbox"])
+        .env("MAILROOM_HOME", "relative/home")
+        .fails(2);
+    assert_eq!(
+        relative.stderr,
+        "error: MAILROOM_HOME is the relative path 'relative/home'; set it to an absolute path (or unset it for the default home)\n"
+    );
 }
 
 #[test]

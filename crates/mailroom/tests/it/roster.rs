@@ -11,6 +11,8 @@ fn roster_adds_lists_activates_and_deactivates_members() {
     let mut out = String::new();
     for args in [
         &[
+            "--as",
+            "HUMAN",
             "--project",
             "web",
             "roster",
@@ -19,10 +21,35 @@ fn roster_adds_lists_activates_and_deactivates_members() {
             "--role",
             "backend",
         ][..],
-        &["--project", "web", "roster", "add", "ui", "--inactive"],
+        &[
+            "--as",
+            "HUMAN",
+            "--project",
+            "web",
+            "roster",
+            "add",
+            "ui",
+            "--inactive",
+        ],
         &["--project", "web", "roster"],
-        &["--project", "web", "roster", "deactivate", "api"],
-        &["--project", "web", "roster", "activate", "ui"],
+        &[
+            "--as",
+            "HUMAN",
+            "--project",
+            "web",
+            "roster",
+            "deactivate",
+            "api",
+        ],
+        &[
+            "--as",
+            "HUMAN",
+            "--project",
+            "web",
+            "roster",
+            "activate",
+            "ui",
+        ],
         &["--project", "web", "roster", "list"],
     ] {
         out.push_str(&format!("$ {}\n", args.join(" ")));
@@ -30,14 +57,25 @@ fn roster_adds_lists_activates_and_deactivates_members() {
     }
     let v = home.cmd(["--project", "web", "--json", "roster"]).json();
     let added = home
-        .cmd(["--json", "roster", "add", "ops", "--project", "web"])
+        .cmd([
+            "--as",
+            "HUMAN",
+            "--json",
+            "roster",
+            "add",
+            "ops",
+            "--project",
+            "web",
+        ])
         .json();
     assert_snapshot!(format!(
         "{out}{}\n{}",
         home.redact_json(&v),
         home.redact_json(&added)
     ));
-    let twice = home.cmd(["--project", "web", "roster", "add", "api"]).run();
+    let twice = home
+        .cmd(["--as", "HUMAN", "--project", "web", "roster", "add", "api"])
+        .run();
     assert_snapshot!("roster_add_twice", home.show(&twice));
     let missing = home.cmd(["--project", "nowhere", "roster"]).fails(3);
     assert_snapshot!("roster_unknown_project", home.show(&missing));
@@ -47,16 +85,33 @@ fn roster_adds_lists_activates_and_deactivates_members() {
 fn send_to_an_inactive_member_is_refused() {
     let _s = settings().bind_to_scope();
     let home = Home::new();
-    home.cmd(["--project", "web", "roster", "add", "api", "--inactive"])
-        .ok();
+    home.cmd([
+        "--as",
+        "HUMAN",
+        "--project",
+        "web",
+        "roster",
+        "add",
+        "api",
+        "--inactive",
+    ])
+    .ok();
     let before = home.tree();
     let run = home
         .as_("ui@web", ["send", "--to", "api", "-m", "hello?"])
         .fails(4);
     assert_snapshot!(home.show(&run));
     assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
-    home.cmd(["--project", "web", "roster", "activate", "api"])
-        .ok();
+    home.cmd([
+        "--as",
+        "HUMAN",
+        "--project",
+        "web",
+        "roster",
+        "activate",
+        "api",
+    ])
+    .ok();
     home.as_("ui@web", ["send", "--to", "api", "-m", "hello?"])
         .ok();
 }
@@ -68,7 +123,8 @@ fn unknown_handle_in_a_roster_project_is_not_found_with_did_you_mean() {
     home.cmd(["projects", "add", "shop", "--policy", "roster"])
         .ok();
     for h in ["frontend", "backend"] {
-        home.cmd(["--project", "shop", "roster", "add", h]).ok();
+        home.cmd(["--as", "HUMAN", "--project", "shop", "roster", "add", h])
+            .ok();
     }
     let before = home.tree();
     let typo = home
@@ -99,7 +155,9 @@ fn projects_lists_adds_and_sets_policy() {
         &["projects", "add", "web"],
         &["projects", "add", "ops", "--policy", "roster"],
         &["projects", "add", "ops", "--policy", "roster"],
-        &["projects", "set", "web", "--policy", "roster"],
+        &[
+            "--as", "HUMAN", "projects", "set", "web", "--policy", "roster",
+        ],
         &["projects", "list"],
     ] {
         out.push_str(&format!("$ {}\n", args.join(" ")));
@@ -108,7 +166,9 @@ fn projects_lists_adds_and_sets_policy() {
     let v = home.cmd(["--json", "projects"]).json();
     let added = home.cmd(["projects", "add", "run-42", "--json"]).json();
     let set = home
-        .cmd(["--json", "projects", "set", "run-42", "--policy", "roster"])
+        .cmd([
+            "--as", "HUMAN", "--json", "projects", "set", "run-42", "--policy", "roster",
+        ])
         .json();
     assert_snapshot!(format!(
         "{out}{}\n{}\n{}",
@@ -120,7 +180,9 @@ fn projects_lists_adds_and_sets_policy() {
         .cmd(["projects", "add", "ops", "--policy", "open"])
         .fails(4);
     let missing = home
-        .cmd(["projects", "set", "nowhere", "--policy", "open"])
+        .cmd([
+            "--as", "HUMAN", "projects", "set", "nowhere", "--policy", "open",
+        ])
         .fails(3);
     assert_snapshot!(
         "projects_refused",
@@ -133,7 +195,8 @@ fn a_bare_handle_active_in_two_projects_is_ambiguous() {
     let _s = settings().bind_to_scope();
     let home = Home::new();
     for p in ["web", "ops"] {
-        home.cmd(["--project", p, "roster", "add", "sam"]).ok();
+        home.cmd(["--as", "HUMAN", "--project", p, "roster", "add", "sam"])
+            .ok();
     }
     home.send("alice", "bob", "make alice and bob exist in default");
     let mut out = String::new();
