@@ -99,9 +99,9 @@ pub enum Command {
     },
     /// Leave a note for your own next session.
     Handover {
-        #[arg(long, short = 'm', value_name = "TEXT")]
+        #[arg(long, short = 'm', value_name = "TEXT", allow_hyphen_values = true)]
         message: Option<String>,
-        #[arg(long, value_name = "S")]
+        #[arg(long, value_name = "S", allow_hyphen_values = true)]
         subject: Option<String>,
         #[arg(long, value_name = "H|M|L", default_value = "M")]
         priority: String,
@@ -148,7 +148,10 @@ pub enum Command {
     /// What a handle means from here: the mailbox a send would reach.
     Resolve { name: String },
     /// Full-text search over subject and body, archive and outbox included.
-    Search { query: String },
+    Search {
+        #[arg(allow_hyphen_values = true)]
+        query: String,
+    },
     /// Check the home (layout, permissions, temp files, unreadable or doubled messages).
     Doctor {
         /// Repair what is safe: remove orphan temp files, fix permissions, put back interrupted edits.
@@ -175,19 +178,19 @@ pub struct SendArgs {
     #[arg(long, value_name = "K", default_value = "INFO")]
     pub kind: String,
     /// A key that makes retries safe: the same key sends once.
-    #[arg(long, value_name = "KEY")]
+    #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
     pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct Content {
     /// One line; default: the body's first line, cut at 72 characters.
-    #[arg(long, short = 's', value_name = "S")]
+    #[arg(long, short = 's', value_name = "S", allow_hyphen_values = true)]
     pub subject: Option<String>,
     #[arg(long, value_name = "H|M|L", default_value = "M")]
     pub priority: String,
     /// The body (Markdown); read from stdin when absent.
-    #[arg(long, short = 'm', value_name = "TEXT")]
+    #[arg(long, short = 'm', value_name = "TEXT", allow_hyphen_values = true)]
     pub message: Option<String>,
 }
 
@@ -206,11 +209,11 @@ pub struct ReplyArgs {
 #[derive(Debug, Args)]
 pub struct EditArgs {
     pub id: String,
-    #[arg(long, short = 's', value_name = "S")]
+    #[arg(long, short = 's', value_name = "S", allow_hyphen_values = true)]
     pub subject: Option<String>,
     #[arg(long, value_name = "H|M|L")]
     pub priority: Option<String>,
-    #[arg(long, short = 'm', value_name = "TEXT")]
+    #[arg(long, short = 'm', value_name = "TEXT", allow_hyphen_values = true)]
     pub message: Option<String>,
 }
 
@@ -221,7 +224,7 @@ pub enum RosterAction {
     /// Add a member.
     Add {
         handle: String,
-        #[arg(long, default_value = "")]
+        #[arg(long, default_value = "", allow_hyphen_values = true)]
         role: String,
         /// Add it inactive (sends to it are refused).
         #[arg(long)]
@@ -268,7 +271,7 @@ pub enum ChannelAction {
         content: Content,
         #[arg(long, value_name = "K", default_value = "INFO")]
         kind: String,
-        #[arg(long, value_name = "KEY")]
+        #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
         idempotency_key: Option<String>,
     },
     /// Entries you have not seen yet, oldest first; marks them seen.

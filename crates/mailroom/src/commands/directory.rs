@@ -176,7 +176,19 @@ pub fn resolve(ctx: &mut Ctx, name: &str) -> Result<()> {
         None => Some(ctx.project()?),
     };
     let r = ctx.mailroom().resolve(current.as_ref(), name)?;
+    // Several mailboxes and none chosen: the listing is shown, and the exit code says that a
+    // send would be refused as ambiguous.
+    let ambiguous = (r.chosen.is_none() && r.candidates.len() > 1).then(|| {
+        mailroom_core::Error::AmbiguousHandle {
+            name: name.to_owned(),
+            candidates: r.candidates.iter().map(|c| c.address.to_string()).collect(),
+        }
+    });
     if ctx.json {
+        // One JSON document on stdout: an ambiguity is reported as the error object alone.
+        if let Some(e) = ambiguous {
+            return Err(e.into());
+        }
         output::print_json(&json!({
             "name": name,
             "resolved": r.chosen.as_ref().map(|c| c.address.to_string()),
@@ -199,5 +211,5 @@ pub fn resolve(ctx: &mut Ctx, name: &str) -> Result<()> {
     if let Some(note) = &r.note {
         crate::outln!("  {note}");
     }
-    Ok(())
+    ambiguous.map_or(Ok(()), |e| Err(e.into()))
 }

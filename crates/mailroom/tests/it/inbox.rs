@@ -65,7 +65,8 @@ fn reading_commands_say_there_is_no_home_and_create_none() {
     ] {
         let run = home.as_("bob", args).fails(3);
         assert!(
-            run.stderr.starts_with("error: there is no mailroom home at "),
+            run.stderr
+                .starts_with("error: there is no mailroom home at "),
             "{args:?}: {}",
             run.stderr
         );

@@ -201,9 +201,11 @@ fn a_bare_handle_active_in_two_projects_is_ambiguous() {
     home.send("alice", "bob", "make alice and bob exist in default");
     let mut out = String::new();
     for name in ["sam", "bob", "sam@ops", "HUMAN", "newcomer"] {
-        out.push_str(&home.show(&home.as_("alice", ["resolve", name]).ok()));
+        out.push_str(&home.show(&home.as_("alice", ["resolve", name]).run()));
     }
-    let v = home.as_("alice", ["--json", "resolve", "sam"]).json();
+    // An ambiguous name is listed, and the exit code is the conflict's.
+    let json = home.as_("alice", ["--json", "resolve", "sam"]).fails(5);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("one JSON document");
     assert_snapshot!("resolve", format!("{out}{}", home.redact_json(&v)));
     let before = home.tree();
     let run = home
