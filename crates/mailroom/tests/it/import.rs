@@ -342,3 +342,28 @@ fn import_m_ai_l_reads_outbox_lines_in_the_short_shape() {
         "`YYYYMMDD-HHMM // RECIPIENT // SUBJECT` lines are messages sent"
     );
 }
+
+#[test]
+fn import_repo_mailbox_skips_and_reports_dot_named_temp_files() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let tree = fixture(&home, "repo-mailbox");
+    // repo-mailbox writes under a dot name, then renames: a crash leaves these behind.
+    std::fs::write(
+        tree.join("api/inbox/.20260313T160000Z-ffff-from-web.md"),
+        "---\nfrom: web\nto: api\nsubject: Half written\ndate: 2026-03-13T16:00:00Z\n---\nnot sent yet\n",
+    )
+    .expect("write a temp file");
+    std::fs::write(tree.join("_broadcast/seen/.api.tmp"), "").expect("write a temp file");
+    let run = home.cmd(["import", "repo-mailbox"]).args([&tree]).ok();
+    assert_snapshot!("repo_mailbox_temp_files", home.show(&run));
+    let inbox = home.as_("api", ["--json", "inbox"]).json();
+    assert_eq!(
+        summary(&inbox),
+        owned(&[
+            ("web@default", "Is the /orders endpoint live?", "unread"),
+            ("web@default", "Design tokens moved", "unread"),
+        ]),
+        "the half-written message is not mail"
+    );
+}

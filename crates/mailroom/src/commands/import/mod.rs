@@ -149,10 +149,17 @@ fn print_file_reports(ctx: &Ctx, reports: &[FileReport]) -> Result<()> {
 }
 
 pub(super) fn list_md(dir: &Path) -> Vec<PathBuf> {
+    let mut files = list_files(dir);
+    files.retain(|p| p.extension().is_some_and(|e| e == "md"));
+    files
+}
+
+/// The regular files of `dir`, sorted (none when it cannot be listed).
+pub(super) fn list_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
-    files.retain(|p| p.extension().is_some_and(|e| e == "md") && p.is_file());
+    files.retain(|p| p.is_file());
     files.sort();
     files
 }
