@@ -246,12 +246,21 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
             }
         };
         last_time = Some(timestamp);
-        let subject = subject.unwrap_or_else(|| crate::text::default_subject(&body));
+        let subject = match subject.map(|s| crate::text::clean_line(&s)) {
+            Some(s) if !s.is_empty() => s,
+            _ => {
+                out.problems.push(Problem {
+                    line: line_no,
+                    message: "entry has no subject; the body's first line stands in".into(),
+                });
+                crate::text::default_subject(&body)
+            }
+        };
         out.entries.push(Entry {
             timestamp,
             from,
             kind: kind.unwrap_or(Kind::Info),
-            subject: crate::text::clean_line(&subject),
+            subject,
             body,
             line: line_no,
         });
@@ -364,6 +373,23 @@ mod tests {
         assert_eq!(p.entries[0].kind, Kind::Info);
         let lines: Vec<usize> = p.problems.iter().map(|p| p.line).collect();
         assert_eq!(lines, vec![2, 4, 7]);
+    }
+
+    #[test]
+    fn an_entry_without_a_subject_is_reported_at_its_line() {
+        let text = "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** a\n**Type:** INFO\n\nFirst line of the body\nmore\n---\n**Timestamp:** 2026-03-13 14:23 UTC\n**From:** b\n**Subject:**   \n\nx\n";
+        let p = parse(text, Timestamp::UNIX_EPOCH);
+        let subjects: Vec<&str> = p.entries.iter().map(|e| e.subject.as_str()).collect();
+        assert_eq!(subjects, vec!["First line of the body", "x"]);
+        assert_eq!(
+            p.problems,
+            [1, 8]
+                .map(|line| Problem {
+                    line,
+                    message: "entry has no subject; the body's first line stands in".into()
+                })
+                .to_vec()
+        );
     }
 
     #[test]

@@ -367,3 +367,28 @@ fn import_repo_mailbox_skips_and_reports_dot_named_temp_files() {
         "the half-written message is not mail"
     );
 }
+
+#[test]
+fn import_mailbox_md_names_the_channel_after_any_other_file_and_reports_a_missing_subject() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let file = home.root().join("design-review.md");
+    std::fs::write(
+        &file,
+        "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** builder\n**Type:** INFO\n\nThe schema is frozen.\n",
+    )
+    .expect("write a mailbox file");
+    let run = home
+        .as_("leader", ["import", "mailbox-md"])
+        .args([&file])
+        .ok();
+    assert_snapshot!("mailbox_md_no_subject", home.show(&run));
+    let show = home
+        .as_("leader", ["--json", "channel", "show", "design-review"])
+        .json();
+    assert_eq!(
+        summary(&show),
+        owned(&[("builder@default", "The schema is frozen.", "unread")]),
+        "the file's stem is the channel"
+    );
+}

@@ -88,13 +88,17 @@ pub fn import(
     print_file_reports(ctx, &reports)
 }
 
-/// A protocol mailbox lives at `runs/<request-id>/mailbox.md`: the run is the channel.
+/// A protocol mailbox lives at `runs/<request-id>/mailbox.md`: the run is the channel. Any
+/// other file names its own channel (`run-42.md` → `run-42`).
 fn default_channel(path: &Path) -> String {
-    let candidate = path
-        .parent()
-        .and_then(|p| p.file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let candidate = if file_name_of(path) == "mailbox.md" {
+        path.parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    } else {
+        file_stem(path)
+    };
     if Name::parse(&candidate).is_ok() {
         candidate
     } else {
