@@ -9,7 +9,7 @@ use mailroom_core::interchange::{Problem, m_ai_l, stable_hash};
 use mailroom_core::ops::{Foreign, ImportReport};
 use mailroom_core::{Address, Kind, Mailroom, MemberStatus, Name, Policy, State};
 
-use super::{FileReport, Progress, cell, file_stem, list_md, problem_only};
+use super::{FileReport, Progress, cell, file_stem, list_files, list_md, problem_only};
 use crate::commands::channel::{file_time, read_text};
 
 /// An m_AI_l COMMON_PATH (with projects_config.md and the HUMAN mailbox) or one project folder.
@@ -93,6 +93,19 @@ pub(super) fn import(
         // The roster first: members keep their roles when their mailboxes are read after.
         listed.sort_by_key(|f| file_stem(f) != "roster");
         files.extend(listed.into_iter().map(|f| (Some(project.clone()), f)));
+        // m_AI_l's file server writes `<file>.<32 hex>.tmp` and renames it over the file: one
+        // left behind is an interrupted write, never mail.
+        for temp in list_files(dir)
+            .into_iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "tmp"))
+        {
+            reports.push(FileReport {
+                file: temp.display().to_string(),
+                report: problem_only(
+                    "a temporary file of an interrupted write, not mail; skipped".into(),
+                ),
+            });
+        }
     }
     files.extend(human_files.into_iter().map(|f| (None, f)));
     let mut progress = Progress::new(files.len());
