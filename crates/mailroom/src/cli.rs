@@ -79,7 +79,8 @@ pub enum Command {
         format: ImportFormat,
         /// The m_AI_l common directory, the repo-mailbox root, or the mailbox.md file.
         path: std::path::PathBuf,
-        /// For mailbox-md: the channel to import into (default: the file's directory name).
+        /// For mailbox-md: the channel to import into (default: the folder's name for a
+        /// `mailbox.md`, else the file's stem).
         #[arg(long, value_name = "NAME")]
         channel: Option<String>,
     },

@@ -1,7 +1,11 @@
 //! m_AI_l's mailbox files: `SENDER // YYYYMMDD-HHMM // H|M|L // SUBJECT // Body` message lines,
 //! bodies continuing on the following lines, a `<!-- END -->` sentinel at the end, and
-//! `(((END)))` standing for the sentinel inside content. Also its Markdown roster and project
-//! tables.
+//! `(((END)))` standing for the sentinel inside content; outbox files in that shape or the short
+//! `YYYYMMDD-HHMM // RECIPIENT // SUBJECT`. Also its Markdown roster and project tables.
+//!
+//! Nothing in the format marks the end of a body but the next message line, so a line counts as
+//! one only when its second field is a timestamp, or reads like a damaged one (digits and date
+//! punctuation only): prose with ` // ` in it stays body.
 
 use jiff::Timestamp;
 
@@ -72,12 +76,40 @@ fn message_fields(line: &str) -> Option<Vec<&str>> {
             .all(|c| c.is_ascii_alphanumeric() || "._-/@".contains(c));
     let ts = fields[1].trim();
     let looks_like_time = parse_timestamp(ts).is_some()
-        || (fields.len() >= 4 && ts.len() <= 25 && ts.chars().any(|c| c.is_ascii_digit()));
+        || (fields.len() >= 4
+            && ts.len() <= 25
+            && ts.chars().filter(char::is_ascii_digit).count() >= 8
+            && ts
+                .chars()
+                .all(|c| c.is_ascii_digit() || "-:/. TZ".contains(c)));
     (looks_like_party && looks_like_time).then_some(fields)
 }
 
-/// Reads a mailbox, archive or outbox file.
+/// The outbox's short line `YYYYMMDD-HHMM // RECIPIENT // SUBJECT`: (time, recipient, subject).
+fn short_outbox_fields(line: &str) -> Option<(Timestamp, &str, String)> {
+    let (stamp, rest) = line.split_once(" // ")?;
+    let timestamp = parse_timestamp(stamp)?;
+    let (recipient, subject) = rest.split_once(" // ")?;
+    let recipient = recipient.trim();
+    let ok = !recipient.is_empty()
+        && recipient
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-/@".contains(c));
+    ok.then(|| (timestamp, recipient, subject.trim().to_owned()))
+}
+
+/// Reads a mailbox or archive file (or an outbox written in the mailbox's line shape).
 pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
+    parse_lines(text, fallback_time, false)
+}
+
+/// Reads an outbox file: lines in the mailbox's shape (the first field is the recipient) and
+/// m_AI_l's short `YYYYMMDD-HHMM // RECIPIENT // SUBJECT` (no priority: M), in any mix.
+pub fn parse_outbox(text: &str, fallback_time: Timestamp) -> Parsed {
+    parse_lines(text, fallback_time, true)
+}
+
+fn parse_lines(text: &str, fallback_time: Timestamp, outbox: bool) -> Parsed {
     let mut out = Parsed::default();
     let mut current: Option<(MailEntry, Vec<String>)> = None;
     let mut after_sentinel = false;
@@ -101,17 +133,26 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
             after_sentinel = true;
             continue;
         }
+        if let Some((timestamp, recipient, subject)) = short_outbox_fields(raw).filter(|_| outbox) {
+            flush(&mut current, &mut out);
+            message_after_sentinel(&mut after_sentinel, &mut out, line_no);
+            last_time = Some(timestamp);
+            current = Some((
+                MailEntry {
+                    party: recipient.to_owned(),
+                    timestamp,
+                    priority: Priority::Medium,
+                    subject: crate::text::clean_line(&unescape(&subject)),
+                    body: String::new(),
+                    line: line_no,
+                },
+                vec![],
+            ));
+            continue;
+        }
         if let Some(fields) = message_fields(raw) {
             flush(&mut current, &mut out);
-            if after_sentinel {
-                out.problems.push(Problem {
-                    line: line_no,
-                    message: format!(
-                        "message found after the {SENTINEL} sentinel; imported anyway"
-                    ),
-                });
-                after_sentinel = false;
-            }
+            message_after_sentinel(&mut after_sentinel, &mut out, line_no);
             let ts = fields[1].trim();
             let timestamp = match parse_timestamp(ts) {
                 Some(t) => t,
@@ -185,6 +226,15 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
     out
 }
 
+fn message_after_sentinel(after_sentinel: &mut bool, out: &mut Parsed, line: usize) {
+    if std::mem::take(after_sentinel) {
+        out.problems.push(Problem {
+            line,
+            message: format!("message found after the {SENTINEL} sentinel; imported anyway"),
+        });
+    }
+}
+
 /// A Markdown table's rows as (1-based line, column name (lowercase) → cell) maps.
 pub fn table_rows(text: &str) -> Vec<(usize, Vec<(String, String)>)> {
     let mut rows = Vec::new();
@@ -210,6 +260,58 @@ pub fn table_rows(text: &str) -> Vec<(usize, Vec<(String, String)>)> {
         }
     }
     rows
+}
+
+/// One project of `projects_config.md`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectRow {
+    pub line: usize,
+    pub handle: Option<String>,
+    /// The project's folder as written (absolute, often a Windows path, or relative).
+    pub folder: Option<String>,
+}
+
+/// Reads `projects_config.md`, finding its columns by meaning rather than by one spelling: the
+/// folder is the first column whose name says path, folder or directory (`Absolute path`,
+/// `Path`, `Project path`, `Folder`) and is not the roster's or a mailbox's; the handle is the
+/// first other column named for the project, its handle or name (`Project handle`, `Project`).
+pub fn project_rows(text: &str) -> Vec<ProjectRow> {
+    fn words(column: &str) -> Vec<&str> {
+        column
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect()
+    }
+    let is_folder = |column: &str| {
+        let w = words(column);
+        w.iter()
+            .any(|w| ["path", "folder", "dir", "directory", "root", "location"].contains(w))
+            && !w
+                .iter()
+                .any(|w| ["roster", "mailbox", "outbox"].contains(w))
+    };
+    let is_handle = |column: &str| {
+        !is_folder(column)
+            && words(column)
+                .iter()
+                .any(|w| ["project", "handle", "name"].contains(w))
+    };
+    table_rows(text)
+        .into_iter()
+        .map(|(line, row)| {
+            let find = |want: &dyn Fn(&str) -> bool| {
+                row.iter()
+                    .find(|(k, _)| want(k))
+                    .map(|(_, v)| v.clone())
+                    .filter(|v| !v.is_empty())
+            };
+            ProjectRow {
+                line,
+                handle: find(&is_handle),
+                folder: find(&is_folder),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -268,6 +370,91 @@ mod tests {
         let p = parse("A // 20260313-1422 // M // s // b\n", Timestamp::UNIX_EPOCH);
         assert_eq!(p.entries.len(), 1);
         assert_eq!(p.problems.len(), 1);
+    }
+
+    #[test]
+    fn an_outbox_is_read_in_the_short_shape_and_the_mailbox_shape() {
+        let text = "20261105-1430 // BACKEND // Re: Repo layout agreed\nBACKEND // 20261106-0900 // H // Schema // body\n20261113-1000 // shop/OPS // Review done: a // b\n<!-- END -->\n";
+        let p = parse_outbox(text, Timestamp::UNIX_EPOCH);
+        assert_eq!(p.problems, vec![]);
+        let got: Vec<(&str, Timestamp, Priority, &str, &str)> = p
+            .entries
+            .iter()
+            .map(|e| {
+                (
+                    e.party.as_str(),
+                    e.timestamp,
+                    e.priority,
+                    e.subject.as_str(),
+                    e.body.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "BACKEND",
+                    t("20261105-1430"),
+                    Priority::Medium,
+                    "Re: Repo layout agreed",
+                    ""
+                ),
+                (
+                    "BACKEND",
+                    t("20261106-0900"),
+                    Priority::High,
+                    "Schema",
+                    "body"
+                ),
+                (
+                    "shop/OPS",
+                    t("20261113-1000"),
+                    Priority::Medium,
+                    "Review done: a // b",
+                    ""
+                ),
+            ]
+        );
+        // A mailbox never holds the short shape: there such a line is body.
+        let mailbox = parse(
+            "A // 20261105-1400 // M // s // quoting my outbox:\n20261105-1430 // BACKEND // Re: x\n<!-- END -->\n",
+            Timestamp::UNIX_EPOCH,
+        );
+        assert_eq!(mailbox.entries.len(), 1);
+    }
+
+    #[test]
+    fn a_body_line_with_slashes_is_not_a_message_unless_its_second_field_is_a_time() {
+        let text = "A // 20260313-1422 // M // s // first\nNOTE // v2 // see // above\nPLAN // step 12 // then // 13\nB // 2026-03-13 14:30 // M // damaged time // kept as a message\n<!-- END -->\n";
+        let p = parse(text, Timestamp::UNIX_EPOCH);
+        let subjects: Vec<&str> = p.entries.iter().map(|e| e.subject.as_str()).collect();
+        assert_eq!(subjects, vec!["s", "damaged time"]);
+        assert_eq!(
+            p.entries[0].body,
+            "first\nNOTE // v2 // see // above\nPLAN // step 12 // then // 13"
+        );
+    }
+
+    #[test]
+    fn projects_config_columns_are_found_by_meaning() {
+        let real = "# projects_config.md\n# Default language: fr\n\n| Project handle | Absolute path           | Roster                  | Language | Status |\n|----------------|-------------------------|-------------------------|----------|--------|\n| COMMON         | C:\\dev\\common           | C:\\dev\\common\\roster.md  | -        | active |\n";
+        let short = "| Project | Path |\n|---|---|\n| shop | shop |\n";
+        let other = "| Name | Roster path | Project path |\n|---|---|---|\n| web | x/roster.md | /srv/web |\n";
+        let rows: Vec<Vec<ProjectRow>> = [real, short, other].map(project_rows).into();
+        let row = |line, handle: &str, folder: &str| ProjectRow {
+            line,
+            handle: Some(handle.into()),
+            folder: Some(folder.into()),
+        };
+        assert_eq!(
+            rows,
+            vec![
+                vec![row(6, "COMMON", "C:\\dev\\common")],
+                vec![row(3, "shop", "shop")],
+                vec![row(3, "web", "/srv/web")],
+            ]
+        );
     }
 
     #[test]

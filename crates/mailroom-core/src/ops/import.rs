@@ -152,6 +152,18 @@ impl Mailroom<'_> {
             .count())
     }
 
+    /// Creates a project with `policy` unless it exists (an existing project keeps its own);
+    /// returns whether it created it. Importers call it first, so a source's rule for unknown
+    /// handles (m_AI_l's roster) outlives the import.
+    pub fn import_project(&self, project: &Name, policy: Policy) -> Result<bool> {
+        let (_, created) = self.store.ensure_project(&Project {
+            name: project.clone(),
+            policy,
+            created: self.now(),
+        })?;
+        Ok(created)
+    }
+
     /// Adds a member unless one with that handle exists (creating an open project on first
     /// use); returns whether it added.
     pub fn import_member(

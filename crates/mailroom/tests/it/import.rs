@@ -268,3 +268,127 @@ fn import_mailbox_md_goes_to_the_run_channel_and_a_second_run_adds_nothing() {
         "search covers channels"
     );
 }
+
+#[test]
+fn import_m_ai_l_reads_a_real_projects_config_with_windows_paths_into_roster_projects() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let tree = fixture(&home, "m_ai_l_windows");
+    let first = home
+        .cmd(["import", "m_ai_l"])
+        .args([tree.join("common")])
+        .ok();
+    assert_snapshot!("m_ai_l_windows_first", home.show(&first));
+
+    let projects = home.cmd(["--json", "projects"]).json();
+    let policies: Vec<(&str, &str)> = projects["projects"]
+        .as_array()
+        .expect("projects")
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().expect("name"),
+                p["policy"].as_str().expect("policy"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        policies,
+        vec![("ATORNAI", "roster"), ("COMMON", "roster")],
+        "every project of the table, under m_AI_l's roster rule"
+    );
+    let backend = home.as_("BACKEND@ATORNAI", ["--json", "inbox"]).json();
+    assert_eq!(
+        summary(&backend),
+        owned(&[("FRONTEND@ATORNAI", "Re: Repo layout agreed", "unread")])
+    );
+    let human = home.as_("HUMAN", ["--json", "inbox"]).json();
+    assert_eq!(
+        summary(&human),
+        owned(&[("BACKEND@ATORNAI", "Need a decision", "unread")]),
+        "HUMAN's mailbox read once, though COMMON_PATH is also project COMMON's folder"
+    );
+    let refused = home
+        .as_("FRONTEND@ATORNAI", ["send", "--to", "NOBODY", "-m", "hi"])
+        .fails(3);
+    assert_snapshot!("m_ai_l_windows_roster_refusal", home.show(&refused));
+}
+
+#[test]
+fn import_m_ai_l_reads_outbox_lines_in_the_short_shape() {
+    let home = Home::new();
+    let tree = fixture(&home, "m_ai_l_windows");
+    home.cmd(["import", "m_ai_l"])
+        .args([tree.join("common")])
+        .ok();
+    let outbox = home.as_("FRONTEND@ATORNAI", ["--json", "outbox"]).json();
+    let sent: Vec<(&str, &str)> = outbox["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            (
+                m["subject"].as_str().expect("subject"),
+                m["recipients"][0]["address"].as_str().expect("recipient"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        vec![
+            ("Re: Repo layout agreed", "BACKEND@ATORNAI"),
+            ("Review done: migration 0007", "BACKEND@ATORNAI"),
+        ],
+        "`YYYYMMDD-HHMM // RECIPIENT // SUBJECT` lines are messages sent"
+    );
+}
+
+#[test]
+fn import_repo_mailbox_skips_and_reports_dot_named_temp_files() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let tree = fixture(&home, "repo-mailbox");
+    // repo-mailbox writes under a dot name, then renames: a crash leaves these behind.
+    std::fs::write(
+        tree.join("api/inbox/.20260313T160000Z-ffff-from-web.md"),
+        "---\nfrom: web\nto: api\nsubject: Half written\ndate: 2026-03-13T16:00:00Z\n---\nnot sent yet\n",
+    )
+    .expect("write a temp file");
+    std::fs::write(tree.join("_broadcast/seen/.api.tmp"), "").expect("write a temp file");
+    let run = home.cmd(["import", "repo-mailbox"]).args([&tree]).ok();
+    assert_snapshot!("repo_mailbox_temp_files", home.show(&run));
+    let inbox = home.as_("api", ["--json", "inbox"]).json();
+    assert_eq!(
+        summary(&inbox),
+        owned(&[
+            ("web@default", "Is the /orders endpoint live?", "unread"),
+            ("web@default", "Design tokens moved", "unread"),
+        ]),
+        "the half-written message is not mail"
+    );
+}
+
+#[test]
+fn import_mailbox_md_names_the_channel_after_any_other_file_and_reports_a_missing_subject() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let file = home.root().join("design-review.md");
+    std::fs::write(
+        &file,
+        "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** builder\n**Type:** INFO\n\nThe schema is frozen.\n",
+    )
+    .expect("write a mailbox file");
+    let run = home
+        .as_("leader", ["import", "mailbox-md"])
+        .args([&file])
+        .ok();
+    assert_snapshot!("mailbox_md_no_subject", home.show(&run));
+    let show = home
+        .as_("leader", ["--json", "channel", "show", "design-review"])
+        .json();
+    assert_eq!(
+        summary(&show),
+        owned(&[("builder@default", "The schema is frozen.", "unread")]),
+        "the file's stem is the channel"
+    );
+}

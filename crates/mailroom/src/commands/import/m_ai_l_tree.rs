@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use mailroom_core::interchange::{Problem, m_ai_l, stable_hash};
 use mailroom_core::ops::{Foreign, ImportReport};
-use mailroom_core::{Address, Kind, Mailroom, MemberStatus, Name, State};
+use mailroom_core::{Address, Kind, Mailroom, MemberStatus, Name, Policy, State};
 
-use super::{FileReport, Progress, cell, file_stem, list_md, problem_only};
+use super::{FileReport, Progress, cell, file_stem, list_files, list_md, problem_only};
 use crate::commands::channel::{file_time, read_text};
 
 /// An m_AI_l COMMON_PATH (with projects_config.md and the HUMAN mailbox) or one project folder.
@@ -24,11 +24,12 @@ pub(super) fn import(
     if config.is_file() {
         let text = read_text(&config)?;
         let mut report = ImportReport::default();
-        for (line, row) in m_ai_l::table_rows(&text) {
-            let Some(name) = cell(&row, &["project", "project_handle", "handle", "name"]) else {
+        for row in m_ai_l::project_rows(&text) {
+            let line = row.line;
+            let Some(name) = row.handle.as_deref() else {
                 report.problems.push(Problem {
                     line,
-                    message: "row without a project name; skipped".into(),
+                    message: "row without a project handle; skipped".into(),
                 });
                 continue;
             };
@@ -39,25 +40,28 @@ pub(super) fn import(
                 });
                 continue;
             };
-            let dir = cell(&row, &["path", "project_path", "root", "dir", "directory"])
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from(name));
-            let dir = if dir.is_absolute() {
-                dir
-            } else {
-                root.join(dir)
-            };
-            if !dir.is_dir() {
-                report.problems.push(Problem {
+            let written = row.folder.as_deref().unwrap_or(name);
+            match project_folder(root, written) {
+                Some((dir, moved)) => {
+                    if moved {
+                        report.problems.push(Problem {
+                            line,
+                            message: format!(
+                                "the folder {written} of project '{name}' is not here; read {} instead",
+                                dir.display()
+                            ),
+                        });
+                    }
+                    projects.push((handle, dir, line));
+                }
+                None => report.problems.push(Problem {
                     line,
                     message: format!(
-                        "the folder {} of project '{name}' does not exist; skipped",
-                        dir.display()
+                        "the folder {written} of project '{name}' does not exist, nor a folder of that name in or beside {}; skipped",
+                        root.display()
                     ),
-                });
-                continue;
+                }),
             }
-            projects.push((handle, dir, line));
         }
         reports.push(FileReport {
             file: config.display().to_string(),
@@ -66,22 +70,44 @@ pub(super) fn import(
     } else {
         projects.push((default_project.clone(), root.to_owned(), 0));
     }
+    // The operator's mailbox sits next to projects_config.md; HUMAN's mailbox is unique, so
+    // it is read once, outside any project, even when COMMON_PATH is also a project's folder.
+    let human_files: Vec<PathBuf> = if config.is_file() {
+        list_md(root)
+            .into_iter()
+            .filter(|f| file_stem(f).starts_with("mailbox_HUMAN"))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let same_file = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
     let mut files: Vec<(Option<Name>, PathBuf)> = Vec::new();
     for (project, dir, _) in &projects {
+        // m_AI_l routes by roster: an unknown handle is an error there, so it is here too.
+        mr.import_project(project, Policy::Roster)?;
         let mut listed = list_md(dir);
+        listed.retain(|f| !human_files.iter().any(|h| same_file(f, h)));
         // The roster first: members keep their roles when their mailboxes are read after.
         listed.sort_by_key(|f| file_stem(f) != "roster");
         files.extend(listed.into_iter().map(|f| (Some(project.clone()), f)));
+        // m_AI_l's file server writes `<file>.<32 hex>.tmp` and renames it over the file: one
+        // left behind is an interrupted write, never mail.
+        for temp in list_files(dir)
+            .into_iter()
+            .filter(|f| f.extension().is_some_and(|e| e == "tmp"))
+        {
+            reports.push(FileReport {
+                file: temp.display().to_string(),
+                report: problem_only(
+                    "a temporary file of an interrupted write, not mail; skipped".into(),
+                ),
+            });
+        }
     }
-    if config.is_file() {
-        // The HUMAN mailbox sits next to projects_config.md.
-        files.extend(
-            list_md(root)
-                .into_iter()
-                .filter(|f| file_stem(f).starts_with("mailbox_HUMAN"))
-                .map(|f| (None, f)),
-        );
-    }
+    files.extend(human_files.into_iter().map(|f| (None, f)));
     let mut progress = Progress::new(files.len());
     for (project, file) in files {
         progress.tick();
@@ -136,6 +162,36 @@ pub(super) fn import(
     Ok(reports)
 }
 
+/// The folder a project's recorded path names on this machine, and whether it had to be looked
+/// for: m_AI_l records absolute (often Windows) paths, and a tree copied elsewhere keeps them,
+/// so a path that is not here is looked for by its last component as COMMON_PATH itself, a
+/// folder in it, or one beside it.
+fn project_folder(root: &Path, written: &str) -> Option<(PathBuf, bool)> {
+    let as_written = root.join(written);
+    if as_written.is_dir() {
+        return Some((as_written, false));
+    }
+    let last = written
+        .rsplit(['\\', '/'])
+        .find(|c| !c.is_empty())
+        .filter(|c| *c != "." && *c != ".." && !c.ends_with(':'))?;
+    // `.` has no name and no parent: look around the folder it stands for.
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_owned());
+    let root = root.as_path();
+    let mut candidates = Vec::new();
+    if root.file_name().is_some_and(|n| n == last) {
+        candidates.push(root.to_owned());
+    }
+    candidates.push(root.join(last));
+    if let Some(parent) = root.parent() {
+        candidates.push(parent.join(last));
+    }
+    candidates
+        .into_iter()
+        .find(|c| c.is_dir())
+        .map(|c| (c, true))
+}
+
 fn import_roster(mr: &Mailroom<'_>, file: &Path, project: &Name) -> Result<ImportReport> {
     let text = read_text(file)?;
     let mut report = ImportReport::default();
@@ -184,7 +240,11 @@ fn import_m_ai_l_mail(
 ) -> Result<ImportReport> {
     let outbox = owner.is_none();
     let text = read_text(file)?;
-    let parsed = m_ai_l::parse(&text, file_time(file));
+    let parsed = if outbox {
+        m_ai_l::parse_outbox(&text, file_time(file))
+    } else {
+        m_ai_l::parse(&text, file_time(file))
+    };
     let mut report = ImportReport {
         problems: parsed.problems,
         ..ImportReport::default()

@@ -88,13 +88,17 @@ pub fn import(
     print_file_reports(ctx, &reports)
 }
 
-/// A protocol mailbox lives at `runs/<request-id>/mailbox.md`: the run is the channel.
+/// A protocol mailbox lives at `runs/<request-id>/mailbox.md`: the run is the channel. Any
+/// other file names its own channel (`run-42.md` → `run-42`).
 fn default_channel(path: &Path) -> String {
-    let candidate = path
-        .parent()
-        .and_then(|p| p.file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let candidate = if file_name_of(path) == "mailbox.md" {
+        path.parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    } else {
+        file_stem(path)
+    };
     if Name::parse(&candidate).is_ok() {
         candidate
     } else {
@@ -149,10 +153,17 @@ fn print_file_reports(ctx: &Ctx, reports: &[FileReport]) -> Result<()> {
 }
 
 pub(super) fn list_md(dir: &Path) -> Vec<PathBuf> {
+    let mut files = list_files(dir);
+    files.retain(|p| p.extension().is_some_and(|e| e == "md"));
+    files
+}
+
+/// The regular files of `dir`, sorted (none when it cannot be listed).
+pub(super) fn list_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
-    files.retain(|p| p.extension().is_some_and(|e| e == "md") && p.is_file());
+    files.retain(|p| p.is_file());
     files.sort();
     files
 }

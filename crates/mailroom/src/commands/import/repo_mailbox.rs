@@ -10,7 +10,7 @@ use mailroom_core::ops::{Foreign, ImportReport};
 use mailroom_core::{Address, Kind, Mailroom, Name, Priority, State};
 use mailroom_store_fs::frontmatter;
 
-use super::{FileReport, Progress, file_name_of, list_md, problem_only};
+use super::{FileReport, Progress, file_name_of, list_files, problem_only};
 use crate::commands::channel::{file_time, read_text};
 
 /// A repo-mailbox root: `<repo>/inbox`, `<repo>/archive`, `_broadcast/{inbox,archive,seen}`.
@@ -22,25 +22,33 @@ pub(super) fn import(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result<V
     repos.retain(|p| p.is_dir());
     repos.sort();
     let mut work: Vec<(PathBuf, String, &'static str)> = Vec::new();
+    let mut temps: Vec<PathBuf> = Vec::new();
     for repo in &repos {
         let name = file_name_of(repo);
-        if name == "_broadcast" {
-            for (sub, what) in [("inbox", "broadcast"), ("archive", "retracted")] {
-                work.extend(
-                    list_md(&repo.join(sub))
-                        .into_iter()
-                        .map(|f| (f, name.clone(), what)),
-                );
-            }
+        let subs: &[(&str, &'static str)] = if name == "_broadcast" {
+            &[("inbox", "broadcast"), ("archive", "retracted")]
         } else if !name.starts_with('_') && !name.starts_with('.') {
-            for (sub, what) in [("inbox", "pending"), ("archive", "archived")] {
-                work.extend(
-                    list_md(&repo.join(sub))
-                        .into_iter()
-                        .map(|f| (f, name.clone(), what)),
-                );
+            &[("inbox", "pending"), ("archive", "archived")]
+        } else {
+            &[]
+        };
+        for (sub, what) in subs {
+            for file in list_files(&repo.join(sub)) {
+                if is_temp(&file) {
+                    temps.push(file);
+                } else if file.extension().is_some_and(|e| e == "md") {
+                    work.push((file, name.clone(), *what));
+                }
             }
         }
+    }
+    // repo-mailbox writes each file under a dot name beside its final one and renames it: a
+    // dot file is a write that never finished (or was never mail), so it is reported, not read.
+    for file in temps {
+        reports.push(FileReport {
+            file: file.display().to_string(),
+            report: problem_only(TEMP_SKIPPED.into()),
+        });
     }
     let all = mr.channel_ref(project, mailroom_core::message::BROADCAST)?;
     let mut progress = Progress::new(work.len());
@@ -80,11 +88,14 @@ pub(super) fn import(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result<V
     }
     // Seen sets: `_broadcast/seen/<repo>` lists the broadcast file names that repo was shown.
     let seen_dir = root.join("_broadcast").join("seen");
-    let mut seen_files: Vec<PathBuf> = std::fs::read_dir(&seen_dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    seen_files.sort();
-    for file in seen_files.into_iter().filter(|p| p.is_file()) {
+    for file in list_files(&seen_dir) {
+        if is_temp(&file) {
+            reports.push(FileReport {
+                file: file.display().to_string(),
+                report: problem_only(TEMP_SKIPPED.into()),
+            });
+            continue;
+        }
         let mut report = ImportReport::default();
         let repo = file_name_of(&file);
         let reader = match mr.import_handle(&repo, project) {
@@ -128,6 +139,13 @@ pub(super) fn import(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result<V
         mr.import_seen(&all, &sender, &[id])?;
     }
     Ok(reports)
+}
+
+const TEMP_SKIPPED: &str =
+    "the name starts with '.': a temporary file of an unfinished write, not mail; skipped";
+
+fn is_temp(file: &Path) -> bool {
+    file_name_of(file).starts_with('.')
 }
 
 /// One file of the tree: `Ok((added, broadcast id, its sender))`, or the reason it is skipped.
