@@ -157,19 +157,6 @@ pub fn write_body_line<W: Write + ?Sized>(out: &mut W, line: &str) -> std::fmt::
     out.write_str(rest)
 }
 
-/// Multi-line text (a warning, an error with its causes) as a reader is shown it: each line as
-/// [`write_body_line`] writes it, newlines kept.
-pub fn visible(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for (i, line) in s.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let _ = write_body_line(&mut out, line);
-    }
-    out
-}
-
 /// The subject used when none is given: the body's first non-blank line, cut at
 /// [`DEFAULT_SUBJECT_CHARS`] characters (with an ellipsis when cut).
 pub fn default_subject(body: &str) -> String {
@@ -205,6 +192,18 @@ mod tests {
         assert_eq!(clean_line("a\r\nb\tc\u{1b}[31m d"), "a b c [31m d");
         assert_eq!(clean_line("  ---\n---  "), "--- ---");
         assert_eq!(clean_line("\n\n"), "");
+    }
+
+    #[test]
+    fn fields_are_one_line_with_invisible_characters_shown_and_a_length_cap() {
+        assert_eq!(field("a\u{2028}b\u{85}c\u{1b}[2J"), "a b c [2J");
+        assert_eq!(
+            field("\u{202e}gnp.exe\u{2069}\u{200d}\u{e0041}"),
+            "\\u{202e}gnp.exe\\u{2069}\\u{200d}\\u{e0041}"
+        );
+        let long = "x".repeat(MAX_FIELD_CHARS + 1);
+        assert_eq!(field(&long), format!("{}…", "x".repeat(MAX_FIELD_CHARS)));
+        assert_eq!(field("plain subject"), "plain subject");
     }
 
     #[test]

@@ -87,11 +87,15 @@ impl Mailroom<'_> {
     /// Pending directed mail, most urgent first; marks what it shows as read.
     pub fn inbox(&self, me: &Address, limit: Option<usize>) -> Result<Inbox> {
         let mut left = limit.unwrap_or(usize::MAX);
-        self.take(me, |_| true, |_| {
-            let fits = left > 0;
-            left = left.saturating_sub(1);
-            fits
-        })
+        self.take(
+            me,
+            |_| true,
+            |_| {
+                let fits = left > 0;
+                left = left.saturating_sub(1);
+                fits
+            },
+        )
     }
 
     /// Shows mail: pending directed mail most urgent first, then unseen broadcasts, each only
