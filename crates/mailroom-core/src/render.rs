@@ -151,7 +151,7 @@ pub fn message_block<W: Write + ?Sized>(
     write_hints(out, stored, hints)
 }
 
-/// [`message_block`] within `limit` bytes: when the whole block is longer, the quoted body is
+/// [`message_block`] within `limit` (in [`cost`]): when the whole block is longer, the quoted body is
 /// cut (at a line end where one is near) and a line says where to read the rest.
 pub fn message_block_within<W: Write + ?Sized>(
     out: &mut W,
@@ -165,7 +165,7 @@ pub fn message_block_within<W: Write + ?Sized>(
         out.write_str(&parts.body)?;
         return out.write_str(&parts.tail);
     }
-    let room = limit.saturating_sub(parts.head.len() + parts.tail.len() + parts.note.len());
+    let room = limit.saturating_sub(parts.frame());
     let shown = cut(&parts.body, room);
     out.write_str(&parts.head)?;
     out.write_str(shown)?;
@@ -176,18 +176,37 @@ pub fn message_block_within<W: Write + ?Sized>(
     out.write_str(&parts.tail)
 }
 
-/// The head of `quoted` within `room` bytes, less one for the newline a cut line needs: up to
-/// the last line end when that keeps at least half of it, else up to a character boundary.
+/// The head of `quoted` within `room` (in [`cost`]), less one for the newline a cut line needs:
+/// up to the last line end when that keeps at least half of it, else up to a character.
 fn cut(quoted: &str, room: usize) -> &str {
-    let mut end = room.saturating_sub(1).min(quoted.len());
-    while !quoted.is_char_boundary(end) {
-        end -= 1;
+    let room = room.saturating_sub(1);
+    let mut spent = 0;
+    let mut end = quoted.len();
+    for (i, c) in quoted.char_indices() {
+        spent += char_cost(c);
+        if spent > room {
+            end = i;
+            break;
+        }
     }
     let head = &quoted[..end];
     match head.rfind('\n') {
         Some(at) if at + 1 >= end / 2 => &head[..at + 1],
         _ => head,
     }
+}
+
+/// What `s` costs in a budget: its length in bytes once escaped as a JSON string (the form a
+/// hook's harness counts), which is never less than its length in characters.
+fn cost(s: &str) -> usize {
+    s.len()
+        + s.bytes()
+            .filter(|b| matches!(b, b'"' | b'\\' | b'\n' | b'\t' | b'\r'))
+            .count()
+}
+
+fn char_cost(c: char) -> usize {
+    c.len_utf8() + usize::from(matches!(c, '"' | '\\' | '\n' | '\t' | '\r'))
 }
 
 /// A message block in its three parts, and the line that replaces a cut body's rest.
@@ -219,18 +238,23 @@ impl Parts {
         parts
     }
 
-    /// The whole block's length, in bytes.
+    /// The whole block's [`cost`].
     fn len(&self) -> usize {
-        self.head.len() + self.body.len() + self.tail.len()
+        cost(&self.head) + cost(&self.body) + cost(&self.tail)
     }
 
-    /// The shortest a cut block can be while still showing some of the body.
+    /// What the parts around a cut body cost.
+    fn frame(&self) -> usize {
+        cost(&self.head) + cost(&self.tail) + cost(&self.note)
+    }
+
+    /// The least a cut block costs while still showing some of the body.
     fn least(&self) -> usize {
-        self.head.len() + self.tail.len() + self.note.len() + MIN_BODY_SHOWN
+        self.frame() + MIN_BODY_SHOWN
     }
 }
 
-/// Bytes of body a cut message shows at least; a message that cannot show this much in the
+/// Body a cut message shows at least (in [`cost`]); a message that cannot show this much in the
 /// room left is not shown.
 const MIN_BODY_SHOWN: usize = 200;
 
@@ -249,7 +273,8 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// A budget of `room` bytes for message blocks (the frame around them not included).
+    /// A budget of `room` for message blocks (the frame around them not included), counted as
+    /// [`cost`] counts: bytes once escaped as JSON.
     pub fn new(room: usize, hints: bool) -> Budget {
         Budget {
             room,
@@ -262,8 +287,8 @@ impl Budget {
     /// Admits the next message, in the order shown: `false` when it does not fit.
     pub fn admit(&mut self, stored: &Stored) -> bool {
         let parts = Parts::new(stored, self.hints);
-        // Each block is preceded by a blank line.
-        let left = self.room.saturating_sub(self.used).saturating_sub(1);
+        // Each block is preceded by a blank line, which costs 2 (`\n` in JSON).
+        let left = self.room.saturating_sub(self.used).saturating_sub(2);
         let allowance = left.min(self.room / 3);
         let took = if parts.len() <= allowance {
             parts.len()
@@ -272,7 +297,7 @@ impl Budget {
         } else {
             return false;
         };
-        self.used += took + 1;
+        self.used += took + 2;
         // The content shown is re-read after this (see `Mailroom::take`): an edit in between
         // may lengthen it, so the renderer holds each block to what was admitted.
         self.limits.push((stored.message.id, took));

@@ -430,3 +430,39 @@ fn mail_left_out_at_session_start_is_not_new_at_the_next_prompt() {
         "what was left out is still pending and unread"
     );
 }
+
+#[test]
+fn bodies_that_double_when_escaped_as_json_still_fit_the_cap() {
+    // The budget counted the text, but the harness caps the JSON: quotes and backslashes
+    // doubled, and eight such bodies came out near 15,000 characters.
+    let home = Home::new();
+    let cwd = repo(&home);
+    for i in 0..8 {
+        let body = "\"\\".repeat(400 + i * 300);
+        home.as_(
+            "api",
+            [
+                "send",
+                "--to",
+                "web",
+                "-s",
+                &format!("quotes {i}"),
+                "-m",
+                &body,
+            ],
+        )
+        .ok();
+    }
+    let start = hook(&home, "SessionStart", json!({"cwd": cwd}));
+    assert!(
+        start.stdout.chars().count() <= 10_000,
+        "{} characters",
+        start.stdout.chars().count()
+    );
+    let text = context(&start);
+    assert!(text.contains("] quotes 0\n"), "{text}");
+    assert!(
+        text.contains("more not shown; read them with `mailroom inbox`"),
+        "{text}"
+    );
+}
