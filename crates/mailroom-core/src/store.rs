@@ -250,10 +250,11 @@ pub trait Store {
     /// lost: it stays pending).
     fn change_token(&self, mailbox: &Address) -> Result<String>;
 
-    /// The token saved by the last injection into `mailbox`'s session, if any.
+    /// The mark saved by the last injection into `mailbox`'s session, if any: text the core
+    /// writes and reads (a change token, then what the injection left out), opaque to the store.
     fn last_injected(&self, mailbox: &Address) -> Result<Option<String>>;
 
-    /// Saves the token of an injection (best effort, like every cache).
+    /// Saves the mark of an injection (best effort, like every cache).
     fn set_last_injected(&self, mailbox: &Address, token: &str) -> Result<()>;
 
     /// Checks the store for problems (and with `fix`, repairs those that are safe to repair:

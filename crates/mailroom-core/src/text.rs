@@ -1,7 +1,12 @@
-//! Text rules shared by every interface: one-line fields, default subjects, the body limit.
+//! Text rules shared by every interface: one-line fields, default subjects, the body limit,
+//! and what a reader may be shown.
 //!
-//! Whatever reaches a frontmatter line or a framing line goes through [`clean_line`] first, so
-//! no field can carry a line break or a control character.
+//! Whatever reaches a frontmatter line goes through [`clean_line`] first, so no field can carry
+//! a line break or a control character. Whatever reaches a reader (a terminal, a model) goes
+//! through [`write_field`] (one-line fields) or [`write_body_line`] (body text), so no text from
+//! a message can move a cursor, end a line for any reader, or hide or reorder what follows.
+
+use std::fmt::Write;
 
 /// Largest body accepted, in bytes (1 MiB), by every interface.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -44,6 +49,114 @@ pub fn clean_line(s: &str) -> String {
     out
 }
 
+/// Longest one-line field shown by [`write_field`], in characters: the subject limit, so only a
+/// hand-written file is ever cut.
+pub const MAX_FIELD_CHARS: usize = MAX_SUBJECT_CHARS;
+
+/// Whether some reader ends a line at `c`: LF and CR, VT and FF, the file, group and record
+/// separators, NEL, and the Unicode line and paragraph separators (Python's `splitlines`, and
+/// every reader that follows Unicode's line-breaking rules, split at each of them).
+pub fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{b}' | '\u{c}' | '\u{1c}'..='\u{1e}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// Whether `c` reorders the text after it (bidi embeddings, overrides and isolates): a reader
+/// would see the rest of the line in another order than a program reads it.
+fn is_reordering(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Whether `c` is invisible yet changes what a reader sees or a program reads: bidi controls
+/// and marks, zero-width characters, invisible operators, and the tag characters (text that
+/// shows nothing but reaches a model).
+fn is_invisible(c: char) -> bool {
+    is_reordering(c)
+        || matches!(
+            c,
+            '\u{200b}'..='\u{200f}'
+                | '\u{061c}'
+                | '\u{180e}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{206a}'..='\u{206f}'
+                | '\u{feff}'
+                | '\u{fff9}'..='\u{fffb}'
+                | '\u{e0000}'..='\u{e007f}'
+        )
+}
+
+/// Whether body text shows `c` escaped: every C0 and C1 control but newline and tab (they move
+/// the cursor, erase lines, or write the clipboard), every other line break, the reordering
+/// bidi controls and the tag characters. Zero-width joiners and bidi marks stay: emoji and
+/// right-to-left scripts need them, and they cannot move text out of its line.
+fn is_escaped_in_body(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || (is_line_break(c) && c != '\n')
+        || is_reordering(c)
+        || matches!(c, '\u{e0000}'..='\u{e007f}')
+}
+
+/// Writes `c` visibly, as `\u{1b}`.
+fn write_escape<W: Write + ?Sized>(out: &mut W, c: char) -> std::fmt::Result {
+    write!(out, "\\u{{{:x}}}", u32::from(c))
+}
+
+/// Writes the one-line field `s` as a reader is shown it: [`clean_line`]'s rule (every run of
+/// line breaks, controls and whitespace is one space, the ends trimmed), invisible characters
+/// escaped (`\u{202e}`), cut at `max` characters with an ellipsis.
+pub fn write_field<W: Write + ?Sized>(out: &mut W, s: &str, max: usize) -> std::fmt::Result {
+    if s.len() <= max && is_clean_line(s) && !s.chars().any(is_invisible) {
+        return out.write_str(s);
+    }
+    let mut shown = 0;
+    let mut gap = false;
+    for c in s.chars() {
+        if c.is_control() || c.is_whitespace() {
+            gap = true;
+            continue;
+        }
+        if shown >= max {
+            return out.write_char('…');
+        }
+        if gap && shown > 0 {
+            out.write_char(' ')?;
+            shown += 1;
+        }
+        gap = false;
+        if is_invisible(c) {
+            write_escape(out, c)?;
+        } else {
+            out.write_char(c)?;
+        }
+        shown += 1;
+    }
+    Ok(())
+}
+
+/// [`write_field`] into a string, at most [`MAX_FIELD_CHARS`] characters.
+pub fn field(s: &str) -> String {
+    let mut out = String::new();
+    let _ = write_field(&mut out, s, MAX_FIELD_CHARS);
+    out
+}
+
+/// Writes one line of body text (split at `\n` by the caller) with every character a reader
+/// could take as a control, a line break or a reordering escaped (`\u{1b}`, `\u{2028}`); a CR
+/// ending the line is a line ending and is dropped.
+pub fn write_body_line<W: Write + ?Sized>(out: &mut W, line: &str) -> std::fmt::Result {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let mut rest = line;
+    while let Some(at) = rest.find(|c: char| is_escaped_in_body(c)) {
+        out.write_str(&rest[..at])?;
+        let c = rest[at..].chars().next().unwrap_or_default();
+        write_escape(out, c)?;
+        rest = &rest[at + c.len_utf8()..];
+    }
+    out.write_str(rest)
+}
+
 /// The subject used when none is given: the body's first non-blank line, cut at
 /// [`DEFAULT_SUBJECT_CHARS`] characters (with an ellipsis when cut).
 pub fn default_subject(body: &str) -> String {
@@ -79,6 +192,18 @@ mod tests {
         assert_eq!(clean_line("a\r\nb\tc\u{1b}[31m d"), "a b c [31m d");
         assert_eq!(clean_line("  ---\n---  "), "--- ---");
         assert_eq!(clean_line("\n\n"), "");
+    }
+
+    #[test]
+    fn fields_are_one_line_with_invisible_characters_shown_and_a_length_cap() {
+        assert_eq!(field("a\u{2028}b\u{85}c\u{1b}[2J"), "a b c [2J");
+        assert_eq!(
+            field("\u{202e}gnp.exe\u{2069}\u{200d}\u{e0041}"),
+            "\\u{202e}gnp.exe\\u{2069}\\u{200d}\\u{e0041}"
+        );
+        let long = "x".repeat(MAX_FIELD_CHARS + 1);
+        assert_eq!(field(&long), format!("{}…", "x".repeat(MAX_FIELD_CHARS)));
+        assert_eq!(field("plain subject"), "plain subject");
     }
 
     #[test]

@@ -230,8 +230,14 @@ pub fn when(t: jiff::Timestamp) -> String {
     t.strftime("%Y-%m-%d %H:%M").to_string()
 }
 
-/// Pads columns of a table to their widest cell.
+/// Pads columns of a table to their widest cell; every cell is shown as a one-line field
+/// (`text::field`), so no subject or role can carry a control sequence to the terminal.
 pub fn table(rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| mailroom_core::text::field(c)).collect())
+        .collect();
+    let rows = &rows;
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {

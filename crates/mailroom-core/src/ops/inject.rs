@@ -1,11 +1,20 @@
 //! What a harness hook injects, written once for every harness: everything pending at session
 //! start, only what is new mid-session, a reminder at stop, always within a size budget.
+//!
+//! The rule for "new": each injection saves a mark (the store's change token and the pending
+//! messages it left out). A mid-session injection shows only mail that is unread and was not
+//! pending-and-left-out at the last injection; what an earlier injection left out is counted on
+//! one line with the command to list it, never shown again as new. So a `UserPromptSubmit`
+//! right after `SessionStart` (both reach the same first model request) adds nothing unless
+//! mail arrived in between, and the budget holds per model turn, not per hook.
+
+use std::collections::HashSet;
 
 use crate::address::Address;
 use crate::error::Result;
-use crate::message::Stored;
+use crate::message::{MessageId, State, Stored};
 use crate::ops::Mailroom;
-use crate::render::{self, Frame};
+use crate::render::{self, Budget, Frame};
 
 /// The moments a harness calls the hook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,8 +61,44 @@ pub struct HookAnswer {
     pub block_stop: Option<String>,
 }
 
-/// Room kept for the header and the closing lines when fitting messages into a budget.
-const FRAME_RESERVE: usize = 900;
+/// Room kept for the header, the unreadable files (at most [`render::MAX_DAMAGED_SHOWN`], each
+/// line cut) and the closing lines when fitting messages into a budget.
+const FRAME_RESERVE: usize = 1_600;
+
+/// What the last injection left: the change token taken before it listed, and the pending
+/// messages it did not show. Kept by the store as one opaque string: the token, a newline, the
+/// ids separated by spaces.
+struct Mark {
+    token: String,
+    left_out: HashSet<MessageId>,
+}
+
+impl Mark {
+    fn parse(saved: &str) -> Mark {
+        let (token, ids) = saved.split_once('\n').unwrap_or((saved, ""));
+        Mark {
+            token: token.trim().to_owned(),
+            // An unreadable id only makes its message count as new once more.
+            left_out: ids
+                .split_ascii_whitespace()
+                .filter_map(MessageId::parse)
+                .collect(),
+        }
+    }
+
+    fn save(token: &str, left_out: &[MessageId]) -> String {
+        let mut saved = String::with_capacity(token.len() + 1 + left_out.len() * 27);
+        saved.push_str(token);
+        saved.push('\n');
+        for (i, id) in left_out.iter().enumerate() {
+            if i > 0 {
+                saved.push(' ');
+            }
+            saved.push_str(&id.to_string());
+        }
+        saved
+    }
+}
 
 impl Mailroom<'_> {
     /// Answers one hook call for `me`. `budget` bounds the injected text, in characters.
@@ -65,13 +110,21 @@ impl Mailroom<'_> {
         budget: usize,
     ) -> Result<HookAnswer> {
         match event {
-            HookEvent::SessionStart => self.inject(me, false, budget),
+            HookEvent::SessionStart => {
+                let token = self.store.change_token(me)?;
+                self.inject(me, &token, None, budget)
+            }
             HookEvent::UserPromptSubmit | HookEvent::PostToolUse => {
+                let mark = self.store.last_injected(me)?.map(|m| Mark::parse(&m));
+                // The token is taken before the listing: anything delivered after it changes
+                // the token, so the next call looks again.
+                let token = self.store.change_token(me)?;
                 // Nothing delivered since the last injection: answer without listing anything.
-                if self.store.last_injected(me)? == Some(self.store.change_token(me)?) {
+                if mark.as_ref().is_some_and(|m| m.token == token) {
                     return Ok(HookAnswer::default());
                 }
-                self.inject(me, true, budget)
+                let left_out = mark.map(|m| m.left_out).unwrap_or_default();
+                self.inject(me, &token, Some(&left_out), budget)
             }
             HookEvent::Stop => {
                 if stop_hook_active {
@@ -101,25 +154,45 @@ impl Mailroom<'_> {
         }
     }
 
-    fn inject(&self, me: &Address, only_new: bool, budget: usize) -> Result<HookAnswer> {
-        // The token is taken before the listing: anything delivered after it changes the token,
-        // so the next call looks again.
-        let token = self.store.change_token(me)?;
-        let room = budget.saturating_sub(FRAME_RESERVE);
-        let mut used = 0;
-        let taken = self.take(me, only_new, |s: &Stored| {
-            let mut block = String::new();
-            let _ = render::message_block(&mut block, s, true);
-            used += block.len() + 1;
-            used <= room
-        })?;
-        self.store.set_last_injected(me, &token)?;
-        if taken.messages.is_empty() && taken.damaged.is_empty() && taken.more == 0 {
+    /// Shows pending mail within `budget`; mid-session (`earlier` is what the last injection
+    /// left out), only unread mail not in `earlier`, with a count of the rest.
+    fn inject(
+        &self,
+        me: &Address,
+        token: &str,
+        earlier: Option<&HashSet<MessageId>>,
+        budget: usize,
+    ) -> Result<HookAnswer> {
+        let mut older = Vec::new();
+        let mut fitting = Budget::new(budget.saturating_sub(FRAME_RESERVE), true);
+        let taken = self.take(
+            me,
+            |s: &Stored| match earlier {
+                None => true,
+                Some(_) if s.state != State::Unread => false,
+                Some(earlier) if earlier.contains(&s.message.id) => {
+                    older.push(s.message.id);
+                    false
+                }
+                Some(_) => true,
+            },
+            |s: &Stored| fitting.admit(s),
+        )?;
+        older.extend_from_slice(&taken.left_out);
+        self.store
+            .set_last_injected(me, &Mark::save(token, &older))?;
+        let older = older.len() - taken.left_out.len();
+        let quiet = match earlier {
+            None => taken.damaged.is_empty(),
+            // Mid-session, only news speaks: unreadable files wait for the next start.
+            Some(_) => true,
+        };
+        if taken.messages.is_empty() && taken.more == 0 && quiet {
             return Ok(HookAnswer::default());
         }
         let frame = Frame {
             recipient: me,
-            noun: if only_new {
+            noun: if earlier.is_some() {
                 "new message"
             } else {
                 "pending message"
@@ -130,7 +203,13 @@ impl Mailroom<'_> {
             hints: true,
         };
         Ok(HookAnswer {
-            context: Some(render::injection(&frame, &taken.messages, &taken.damaged)),
+            context: Some(render::budgeted_injection(
+                &frame,
+                &taken.messages,
+                &taken.damaged,
+                &fitting,
+                older,
+            )),
             block_stop: None,
         })
     }

@@ -17,6 +17,8 @@ pub struct Inbox {
     pub messages: Vec<Stored>,
     /// Pending messages left out by the limit.
     pub more: usize,
+    /// The ids of those left out, most urgent first.
+    pub left_out: Vec<MessageId>,
     pub damaged: Vec<Damaged>,
 }
 
@@ -85,50 +87,53 @@ impl Mailroom<'_> {
     /// Pending directed mail, most urgent first; marks what it shows as read.
     pub fn inbox(&self, me: &Address, limit: Option<usize>) -> Result<Inbox> {
         let mut left = limit.unwrap_or(usize::MAX);
-        self.take(me, false, |_| {
-            let fits = left > 0;
-            left = left.saturating_sub(1);
-            fits
-        })
+        self.take(
+            me,
+            |_| true,
+            |_| {
+                let fits = left > 0;
+                left = left.saturating_sub(1);
+                fits
+            },
+        )
     }
 
-    /// Shows mail: pending directed mail most urgent first (with `only_new`, only the unread
-    /// part), then unseen broadcasts, as long as `fits` accepts the next one; marks what it
-    /// shows read (and seen). What did not fit is counted in `more` and left as it was.
+    /// Shows mail: pending directed mail most urgent first, then unseen broadcasts, each only
+    /// if `keep` keeps it, as long as `fits` accepts the next one; marks what it shows read (and
+    /// seen). What did not fit is counted in `more` and left as it was.
     pub fn take(
         &self,
         me: &Address,
-        only_new: bool,
+        mut keep: impl FnMut(&Stored) -> bool,
         mut fits: impl FnMut(&Stored) -> bool,
     ) -> Result<Inbox> {
         let Listing {
             mut messages,
             mut damaged,
         } = self.store.pending(me)?;
-        if only_new {
-            messages.retain(|s| s.state == State::Unread);
-        }
+        messages.retain(&mut keep);
         crate::message::sort_by_cheap_key(&mut messages, urgency_key);
         let all = self.broadcast_channel(me)?;
         let mut broadcasts = match &all {
             Some(all) => {
-                let unseen = self.store.unseen(all, &me.handle)?;
+                let mut unseen = self.store.unseen(all, &me.handle)?;
                 damaged.extend(unseen.damaged);
+                unseen.messages.retain(&mut keep);
                 unseen.messages
             }
             None => vec![],
         };
-        let mut more = 0;
+        let mut left_out = Vec::new();
         let mut full = false;
         for list in [&mut messages, &mut broadcasts] {
-            let keep = if full {
+            let shown = if full {
                 0
             } else {
                 list.iter().take_while(|s| fits(s)).count()
             };
-            full |= keep < list.len();
-            more += list.len() - keep;
-            list.truncate(keep);
+            full |= shown < list.len();
+            left_out.extend(list[shown..].iter().map(|s| s.message.id));
+            list.truncate(shown);
         }
         self.mark_read(me, &mut messages)?;
         // A cancel that won the race against this read withdrew the message: not shown.
@@ -142,7 +147,8 @@ impl Mailroom<'_> {
         messages.append(&mut broadcasts);
         Ok(Inbox {
             messages,
-            more,
+            more: left_out.len(),
+            left_out,
             damaged,
         })
     }

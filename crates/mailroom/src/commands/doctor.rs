@@ -1,7 +1,7 @@
 //! `doctor [--fix]`: one line per problem with its fix; exit 1 while problems remain.
 
 use anyhow::Result;
-use mailroom_core::{Error, Store};
+use mailroom_core::{Error, Store, text};
 use serde_json::json;
 
 use crate::context::Ctx;
@@ -19,7 +19,12 @@ pub fn doctor(ctx: &mut Ctx, fix: bool) -> Result<()> {
     } else {
         for f in &findings {
             let status = if f.fixed { "fixed" } else { "fix" };
-            crate::outln!("{}: {} ({status}: {})", f.location, f.problem, f.fix);
+            crate::outln!(
+                "{}: {} ({status}: {})",
+                text::field(&f.location),
+                text::field(&f.problem),
+                text::field(&f.fix)
+            );
         }
         if findings.is_empty() {
             crate::outln!("{}: healthy", ctx.store.describe());

@@ -25,7 +25,12 @@ pub fn run(cli: &Cli, env: &Env) {
     match outcome {
         Ok(Some(out)) => crate::outln!("{out}"),
         Ok(None) => {}
-        Err(e) => eprintln!("mailroom hook: warning: {e:#}; the session goes on without mail"),
+        Err(e) => {
+            // The cause may quote a hand-written file: one line, nothing raw.
+            let mut cause = String::new();
+            let _ = mailroom_core::text::write_field(&mut cause, &format!("{e:#}"), 2_000);
+            eprintln!("mailroom hook: warning: {cause}; the session goes on without mail")
+        }
     }
 }
 

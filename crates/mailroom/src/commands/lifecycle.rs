@@ -304,7 +304,10 @@ pub fn search(ctx: &mut Ctx, query: &str) -> Result<()> {
         return Ok(());
     }
     if found.hits.is_empty() {
-        crate::outln!("No message of {me} matches '{query}'.");
+        crate::outln!(
+            "No message of {me} matches '{}'.",
+            mailroom_core::text::field(query)
+        );
         return Ok(());
     }
     let stored: Vec<_> = found.hits.into_iter().map(|h| h.stored).collect();

@@ -94,7 +94,7 @@ pub fn watch(ctx: &mut Ctx, target: Option<&str>) -> Result<()> {
                     output::recipients(m),
                     m.kind,
                     m.priority,
-                    mailroom_core::text::clean_line(&m.subject),
+                    mailroom_core::text::field(&m.subject),
                     m.id,
                     s.state
                 );

@@ -53,7 +53,7 @@ pub fn whoami(ctx: &mut Ctx) -> Result<()> {
             if m.role.is_empty() {
                 String::new()
             } else {
-                format!(", role {}", m.role)
+                format!(", role {}", mailroom_core::text::field(&m.role))
             },
             output::when(m.joined)
         ),

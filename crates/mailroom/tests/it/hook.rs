@@ -279,3 +279,190 @@ fn the_plugin_hooks_run_the_hook_command_for_every_event_they_name() {
         assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{command}");
     }
 }
+
+#[test]
+fn a_huge_urgent_message_is_cut_at_session_start_and_the_rest_still_follow() {
+    // A 1 MiB urgent message once filled the budget alone: SessionStart showed nothing else.
+    let home = Home::new();
+    let cwd = repo(&home);
+    for i in 0..3 {
+        home.as_(
+            "api",
+            [
+                "send",
+                "--to",
+                "web",
+                "-s",
+                &format!("small {i}"),
+                "-m",
+                "ok",
+            ],
+        )
+        .ok();
+    }
+    let huge = home
+        .as_(
+            "api",
+            [
+                "--json",
+                "send",
+                "--to",
+                "web",
+                "--priority",
+                "H",
+                "-s",
+                "huge log",
+            ],
+        )
+        .stdin("y".repeat(1024 * 1024))
+        .json();
+    let id = huge["id"].as_str().unwrap();
+    let start = hook(&home, "SessionStart", json!({"cwd": cwd}));
+    assert!(
+        start.stdout.chars().count() <= 10_000,
+        "{} characters",
+        start.stdout.chars().count()
+    );
+    let text = context(&start);
+    let framing: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("--- message") || l.starts_with("... "))
+        .map(|l| l.split_once(" from ").map_or(l, |(_, rest)| rest))
+        .collect();
+    assert_eq!(
+        framing,
+        [
+            "api@default [INFO/H] huge log",
+            &*format!(
+                "... cut here: the body has 1048576 characters; read all of it with `mailroom read {id}`"
+            ),
+            "api@default [INFO/M] small 0",
+            "api@default [INFO/M] small 1",
+            "api@default [INFO/M] small 2",
+        ],
+        "{text}"
+    );
+    let full = home.as_("web", ["--json", "read", id]).json();
+    assert_eq!(
+        full["messages"][0]["body"].as_str().unwrap().len(),
+        1024 * 1024
+    );
+}
+
+#[test]
+fn mail_left_out_at_session_start_is_not_new_at_the_next_prompt() {
+    // 31 pending: SessionStart showed some, and the UserPromptSubmit of the same first model
+    // request injected the rest as "24 new messages", a second full budget of old mail.
+    let home = Home::new();
+    let cwd = repo(&home);
+    let body = "x".repeat(1000);
+    for i in 0..31 {
+        home.as_(
+            "api",
+            [
+                "send",
+                "--to",
+                "web",
+                "-s",
+                &format!("bulk {i}"),
+                "-m",
+                &body,
+            ],
+        )
+        .ok();
+    }
+    let start = context(&hook(&home, "SessionStart", json!({"cwd": cwd})));
+    let shown = start
+        .lines()
+        .filter(|l| l.starts_with("--- message"))
+        .count();
+    assert!((3..31).contains(&shown), "shown {shown}");
+    for event in ["UserPromptSubmit", "PostToolUse", "UserPromptSubmit"] {
+        let run = hook(&home, event, json!({"cwd": cwd}));
+        assert_eq!(
+            (run.stdout.as_str(), run.stderr.as_str()),
+            ("", ""),
+            "{event}: nothing arrived since SessionStart"
+        );
+    }
+    home.as_(
+        "api",
+        [
+            "send",
+            "--to",
+            "web",
+            "-s",
+            "fresh",
+            "-m",
+            "new since the start",
+        ],
+    )
+    .ok();
+    let news = context(&hook(&home, "UserPromptSubmit", json!({"cwd": cwd})));
+    assert_eq!(
+        news.lines()
+            .filter(|l| l.starts_with("===") || l.starts_with("---") || l.starts_with("..."))
+            .map(|l| l.split_once(" from ").map_or(l, |(_, rest)| rest))
+            .collect::<Vec<_>>(),
+        [
+            "=== mailroom: 1 new message for web@default ===",
+            "api@default [INFO/M] fresh",
+            &*format!(
+                "... {} older pending messages not shown again; list them with `mailroom inbox`",
+                31 - shown
+            ),
+            "=== end of mailroom mail ===",
+        ],
+        "{news}"
+    );
+    let again = hook(&home, "PostToolUse", json!({"cwd": cwd}));
+    assert_eq!(again.stdout, "", "shown once");
+    let inbox = home.cmd(["--as", "web", "--json", "inbox"]).json();
+    let unread = inbox["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["state"] == "unread")
+        .count();
+    assert_eq!(
+        unread,
+        31 - shown,
+        "what was left out is still pending and unread"
+    );
+}
+
+#[test]
+fn bodies_that_double_when_escaped_as_json_still_fit_the_cap() {
+    // The budget counted the text, but the harness caps the JSON: quotes and backslashes
+    // doubled, and eight such bodies came out near 15,000 characters.
+    let home = Home::new();
+    let cwd = repo(&home);
+    for i in 0..8 {
+        let body = "\"\\".repeat(400 + i * 300);
+        home.as_(
+            "api",
+            [
+                "send",
+                "--to",
+                "web",
+                "-s",
+                &format!("quotes {i}"),
+                "-m",
+                &body,
+            ],
+        )
+        .ok();
+    }
+    let start = hook(&home, "SessionStart", json!({"cwd": cwd}));
+    assert!(
+        start.stdout.chars().count() <= 10_000,
+        "{} characters",
+        start.stdout.chars().count()
+    );
+    let text = context(&start);
+    assert!(text.contains("] quotes 0\n"), "{text}");
+    assert!(
+        text.contains("more not shown; read them with `mailroom inbox`"),
+        "{text}"
+    );
+}

@@ -18,4 +18,5 @@ mod lifecycle;
 mod roster;
 mod send;
 mod support;
+mod terminal;
 mod wait;

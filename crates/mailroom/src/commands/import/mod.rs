@@ -140,7 +140,12 @@ fn print_file_reports(ctx: &Ctx, reports: &[FileReport]) -> Result<()> {
         if reports.len() == 1 { "" } else { "s" }
     );
     for (file, p) in &problems {
-        crate::outln!("{file}:{}: {}", p.line, p.message);
+        crate::outln!(
+            "{}:{}: {}",
+            mailroom_core::text::field(file),
+            p.line,
+            mailroom_core::text::field(&p.message)
+        );
     }
     if !problems.is_empty() {
         crate::outln!(
