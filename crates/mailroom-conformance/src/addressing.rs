@@ -497,3 +497,82 @@ pub fn member_context_counts_pending_mail(store: &dyn Store) {
     assert_eq!(ctx.member.map(|mb| mb.role), Some("backend".to_owned()));
     assert_eq!(ctx.project.map(|p| p.name), Some(name("web")));
 }
+
+pub fn names_match_in_any_case_and_keep_the_first_spelling(store: &dyn Store) {
+    let m = mailroom(store);
+    send(&m, "Api@Shop", &["Web@Shop"], "first spelling");
+    let project = store.project(&name("SHOP")).expect("project");
+    assert_eq!(
+        project.map(|p| p.name.to_string()),
+        Some("Shop".into()),
+        "a project is found in any case, under its first spelling"
+    );
+    let member = store.member(&name("shop"), &name("WEB")).expect("member");
+    assert_eq!(member.map(|m| m.handle.to_string()), Some("Web".into()));
+    let again = mailroom_core::Member {
+        handle: name("web"),
+        role: String::new(),
+        status: MemberStatus::Active,
+        joined: now(),
+        since: None,
+    };
+    assert!(
+        !store.add_member(&name("shop"), &again).expect("add"),
+        "another spelling of a member is that member"
+    );
+    send(&m, "web@shop", &["API@SHOP"], "any spelling reaches it");
+    let api = store.pending(&addr("api@shop")).expect("pending");
+    assert_eq!(api.messages.len(), 1);
+    assert_eq!(api.messages[0].message.to[0].to_string(), "Api@Shop");
+    assert_eq!(store.roster(&name("shop")).expect("roster").len(), 2);
+    let human = send(&m, "api@shop", &["human"], "to the operator");
+    assert_eq!(human.to[0].to_string(), "HUMAN");
+}
+
+pub fn a_roster_project_takes_mail_and_changes_only_from_members_and_human(store: &dyn Store) {
+    let m = mailroom(store);
+    m.add_project("shop", Policy::Roster).expect("add project");
+    join(&m, "shop", "frontend");
+    join(&m, "other", "eve");
+    let eve = addr("eve@other");
+    let e = err(m.send(&eve, draft(&["frontend@shop"], "let me in")));
+    assert_eq!(e.kind(), ErrorKind::Refused, "{e}");
+    let e = err(m.post(&eve, &name("shop"), "design", draft(&[], "x")));
+    assert_eq!(e.kind(), ErrorKind::Refused, "{e}");
+    let e = err(m.add_member(&eve, &name("shop"), "eve", "", MemberStatus::Active));
+    assert_eq!(e.kind(), ErrorKind::Refused, "{e}");
+    let e = err(m.set_policy(&eve, "shop", Policy::Open));
+    assert_eq!(e.kind(), ErrorKind::Refused, "{e}");
+    assert_eq!(store.roster(&name("shop")).expect("roster").len(), 1);
+    assert!(
+        store
+            .pending(&addr("frontend@shop"))
+            .expect("pending")
+            .messages
+            .is_empty()
+    );
+    let frontend = addr("frontend@shop");
+    m.add_member(
+        &frontend,
+        &name("shop"),
+        "backend",
+        "",
+        MemberStatus::Active,
+    )
+    .expect("a member may add one");
+    m.set_policy(&Address::human(), "shop", Policy::Open)
+        .expect("the operator may change the policy");
+}
+
+pub fn a_close_new_name_is_refused_unless_its_owner_creates_it(store: &dyn Store) {
+    let m = mailroom(store);
+    send(&m, "api@shop", &["web@shop"], "web exists");
+    let e = err(m.send(&addr("api@shop"), draft(&["wbe@shop"], "typo")));
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("did you mean 'web@shop'?"), "{e}");
+    assert_eq!(
+        store.member(&name("shop"), &name("wbe")).expect("member"),
+        None
+    );
+    send(&m, "wbe@shop", &["api@shop"], "its owner may");
+}

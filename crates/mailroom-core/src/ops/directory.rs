@@ -562,9 +562,10 @@ enum Creator {
     Other,
 }
 
-/// The existing name `new` is most likely a typo of, if any: one edit away (two for names of
-/// six characters or more), where swapping two neighbours is one edit. Names that differ only
-/// in their numbers (`agent-2`, `agent-12`) are a series, not a typo.
+/// The existing name `new` is most likely a typo of, if any: two neighbours swapped (`wbe`
+/// for `web`), or one edit away in names of five characters or more (two edits from nine).
+/// Short names are left alone (`r2` beside `s2`, `bob` beside `rob` are different agents),
+/// and so are names that differ only in their numbers (`agent-2` beside `agent-12`: a series).
 fn closest<'a>(new: &Name, existing: &'a [Name]) -> Option<&'a Name> {
     let want = new.as_str().to_ascii_lowercase();
     let series = |s: &str| {
@@ -581,20 +582,33 @@ fn closest<'a>(new: &Name, existing: &'a [Name]) -> Option<&'a Name> {
     existing
         .iter()
         .filter(|e| *e != new)
-        .map(|e| {
+        .filter_map(|e| {
             let have = e.as_str().to_ascii_lowercase();
-            (edit_distance(&want, &have), e, have)
-        })
-        .filter(|(d, _, have)| {
-            let limit = if want.len().min(have.len()) >= 6 {
-                2
-            } else {
-                1
+            if series(&want) == series(&have) {
+                return None;
+            }
+            let shorter = want.len().min(have.len());
+            let limit = match shorter {
+                0..5 => 0,
+                5..9 => 1,
+                _ => 2,
             };
-            *d <= limit && series(&want) != series(have)
+            let d = edit_distance(&want, &have);
+            let typo = d <= limit || (shorter >= 3 && is_swap(&want, &have));
+            typo.then_some((d, e))
         })
-        .min_by_key(|(d, e, _)| (*d, e.as_str().to_owned()))
-        .map(|(_, e, _)| e)
+        .min_by_key(|(d, e)| (*d, e.as_str().to_ascii_lowercase()))
+        .map(|(_, e)| e)
+}
+
+/// True when `a` is `b` with two neighbouring characters swapped.
+fn is_swap(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.len() != b.len() {
+        return false;
+    }
+    let diff: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+    matches!(diff.as_slice(), [i, j] if *j == i + 1 && a[*i] == b[*j] && a[*j] == b[*i])
 }
 
 /// Edit distance where an insertion, a deletion, a substitution or a swap of two neighbours
@@ -644,7 +658,8 @@ mod tests {
         let close =
             |n: &str| super::closest(&super::Name::parse(n).unwrap(), &have).map(|c| c.to_string());
         assert_eq!(close("wbe"), Some("web".into()));
-        assert_eq!(close("backnde"), Some("backend".into()));
+        assert_eq!(close("backnd"), Some("backend".into()));
+        assert_eq!(close("bakcend"), Some("backend".into()));
         assert_eq!(close("agent-2"), None);
         assert_eq!(close("agent-12"), None);
         assert_eq!(
@@ -654,5 +669,19 @@ mod tests {
         );
         assert_eq!(close("frontend"), None);
         assert_eq!(close("ops"), None);
+        assert_eq!(
+            close("apx"),
+            None,
+            "short names are different agents, not typos"
+        );
+        assert_eq!(
+            close("aip"),
+            Some("api".into()),
+            "a swap is a typo at any length"
+        );
+        let pair = names(&["s2", "rob"]);
+        let near = |n: &str| super::closest(&super::Name::parse(n).unwrap(), &pair);
+        assert_eq!(near("r2"), None);
+        assert_eq!(near("bob"), None);
     }
 }

@@ -16,6 +16,7 @@ use mailroom_core::{Error, Priority};
 
 use crate::cli::{Cli, Command};
 use crate::context::{Ctx, Env};
+use crate::output;
 
 pub fn run(cli: Cli, env: &Env) -> Result<()> {
     if let Command::Demo = cli.command {
@@ -26,13 +27,17 @@ pub fn run(cli: Cli, env: &Env) -> Result<()> {
         return Ok(());
     }
     let mut ctx = Ctx::new(&cli, env)?;
-    if only_reads(&cli.command) && !ctx.store.exists()? {
+    let reads = reads_only(&cli.command);
+    if reads != Reads::No && !ctx.store.exists()? {
         // A mistyped MAILROOM_HOME must not look like an empty mailbox, nor be created.
-        return Err(Error::NotFound(format!(
+        let missing = format!(
             "there is no mailroom home at {}: nothing was ever sent there; check --home or MAILROOM_HOME (the first send creates it)",
             ctx.store.home().display()
-        ))
-        .into());
+        );
+        if reads == Reads::Message {
+            return Err(Error::NotFound(missing).into());
+        }
+        output::notices(&[missing]);
     }
     dispatch(&mut ctx, cli.command)?;
     ctx.record_claim()
@@ -79,33 +84,44 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
     }
 }
 
-/// Commands that only read or change mail that must already exist: with no home they have
-/// nothing to act on. (Listings of projects and rosters say "none yet" instead.)
-fn only_reads(command: &Command) -> bool {
+/// What a command does with a home that does not exist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reads {
+    /// It writes, and creates the home.
+    No,
+    /// It lists: the listing is empty, with a notice that there is no home.
+    Listing,
+    /// It acts on a message that would have to be there: not found.
+    Message,
+}
+
+/// Commands that only read (or change mail that must already exist) never create a home.
+fn reads_only(command: &Command) -> Reads {
     use crate::cli::ChannelAction;
     match command {
-        Command::Inbox { .. }
-        | Command::Read { .. }
+        Command::Read { .. }
         | Command::Done { .. }
-        | Command::Archive
         | Command::Edit(_)
         | Command::Cancel { .. }
         | Command::Retract { .. }
+        | Command::Recover {
+            restore: Some(_), ..
+        } => Reads::Message,
+        Command::Inbox { .. }
+        | Command::Archive
         | Command::Outbox { .. }
         | Command::Recover { .. }
         | Command::Search { .. }
         | Command::Resolve { .. }
-        | Command::Watch { .. }
-        | Command::Wait { .. }
-        | Command::Doctor { .. } => true,
-        Command::Channel { action } => matches!(
-            action,
+        | Command::Doctor { .. } => Reads::Listing,
+        Command::Channel { action } => match action {
             ChannelAction::List
-                | ChannelAction::Read { .. }
-                | ChannelAction::Show { .. }
-                | ChannelAction::Export { .. }
-        ),
-        _ => false,
+            | ChannelAction::Read { .. }
+            | ChannelAction::Show { .. }
+            | ChannelAction::Export { .. } => Reads::Listing,
+            _ => Reads::No,
+        },
+        _ => Reads::No,
     }
 }
 

@@ -5,6 +5,7 @@
 //! `allow-unwrap-in-tests` and friends (clippy.toml).
 #![cfg(test)]
 
+mod authority;
 mod channels;
 mod concurrency;
 mod demo;

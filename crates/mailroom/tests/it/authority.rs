@@ -1,0 +1,227 @@
+//! Who may speak as whom: the operator's identity is never inferred, names do not split by
+//! case, a roster holds from every side, a typo is not a new mailbox, and a refused command
+//! leaves no trace.
+
+use std::path::PathBuf;
+
+use crate::support::Home;
+
+/// Creates `ROOT/rel` as a git checkout (a `.git` directory is all mailroom looks for).
+fn checkout(home: &Home, rel: &str) -> PathBuf {
+    let top = home.root().join(rel);
+    std::fs::create_dir_all(top.join(".git")).expect("create a checkout");
+    top
+}
+
+#[test]
+fn human_is_never_derived_from_a_repository() {
+    let home = Home::new();
+    home.send("alice", "bob", "so that a home exists");
+    let named_human = checkout(&home, "src/HUMAN");
+    let configured = checkout(&home, "src/web");
+    std::fs::write(
+        configured.join(".mailroom.toml"),
+        "handle = \"HUMAN@web\"\n",
+    )
+    .expect("write .mailroom.toml");
+    let before = home.tree();
+    for dir in [&named_human, &configured] {
+        let run = home
+            .cmd(["send", "--to", "bob", "-m", "obey me"])
+            .current_dir(dir)
+            .fails(4);
+        assert!(
+            run.stderr
+                .contains("the operator's identity HUMAN is never taken from a repository"),
+            "{}",
+            run.stderr
+        );
+        home.cmd(["inbox"]).current_dir(dir).fails(4);
+    }
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+    // The operator says so explicitly, and then it works from anywhere.
+    home.cmd(["send", "--to", "bob", "-m", "from the operator"])
+        .current_dir(&named_human)
+        .env("MAILROOM_AS", "HUMAN")
+        .ok();
+    let bob = home.as_("bob", ["--json", "inbox"]).json();
+    assert_eq!(bob["messages"][1]["body"], "from the operator");
+    assert_eq!(bob["messages"][1]["from"], "HUMAN");
+}
+
+#[test]
+fn addresses_compare_case_insensitively_and_keep_the_first_spelling() {
+    let home = Home::new();
+    home.send("Api@Shop", "HUMAN", "first, as written");
+    home.send("api@shop", "human", "same sender, same mailbox");
+    home.send("API@SHOP", "Human@web", "still the same");
+    let inbox = home.as_("HUMAN", ["--json", "inbox"]).json();
+    let from: Vec<&str> = inbox["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["from"].as_str().expect("from"))
+        .collect();
+    assert_eq!(from, ["Api@Shop"; 3]);
+    let boxes: Vec<String> = std::fs::read_dir(home.path().join("projects"))
+        .expect("projects")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(boxes, ["Shop"], "one project, spelled as first written");
+    let boxes = std::fs::read_dir(home.path().join("projects/Shop/boxes"))
+        .expect("boxes")
+        .count();
+    assert_eq!(boxes, 1, "one mailbox for Api, api and API");
+    home.send("web@shop", "API", "to any spelling");
+    let api = home.as_("api@shop", ["--json", "inbox"]).json();
+    assert_eq!(api["messages"][0]["to"], "Api@Shop");
+}
+
+#[test]
+fn a_roster_holds_from_every_direction() {
+    let home = Home::new();
+    home.as_("HUMAN", ["projects", "add", "shop", "--policy", "roster"])
+        .ok();
+    home.as_("HUMAN", ["--project", "shop", "roster", "add", "frontend"])
+        .ok();
+    home.send("eve@elsewhere", "bob@elsewhere", "eve exists");
+    let before = home.tree();
+    let refused: &[&[&str]] = &[
+        &["send", "--to", "frontend@shop", "-m", "let me in"],
+        &[
+            "--project",
+            "shop",
+            "send",
+            "--broadcast",
+            "-m",
+            "hello all",
+        ],
+        &["--project", "shop", "channel", "post", "design", "-m", "x"],
+        &["--project", "shop", "roster", "add", "eve"],
+        &["--project", "shop", "roster", "deactivate", "frontend"],
+        &["projects", "set", "shop", "--policy", "open"],
+    ];
+    for args in refused {
+        home.as_("eve@elsewhere", *args).fails(4);
+    }
+    // Claiming to be in the project is no way in either.
+    home.as_("eve@shop", ["send", "--to", "frontend", "-m", "hi"])
+        .fails(4);
+    home.as_("eve@shop", ["--project", "shop", "roster", "add", "eve"])
+        .fails(4);
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+    // A member may change the roster; the operator may do anything.
+    home.as_("frontend@shop", ["roster", "add", "backend"]).ok();
+    home.as_("HUMAN", ["projects", "set", "shop", "--policy", "open"])
+        .ok();
+}
+
+#[test]
+fn an_inactive_member_gets_no_broadcast_posted_while_inactive() {
+    let home = Home::new();
+    home.send("lead@web", "dev@web", "both exist");
+    home.as_("dev@web", ["done", "--all"]).ok();
+    home.as_("lead@web", ["roster", "deactivate", "dev"]).ok();
+    home.as_(
+        "lead@web",
+        ["send", "--broadcast", "-m", "while dev is away"],
+    )
+    .ok();
+    let away = home.as_("dev@web", ["--json", "inbox"]).json();
+    assert_eq!(away["messages"], serde_json::json!([]));
+    home.as_("lead@web", ["roster", "activate", "dev"]).ok();
+    let back = home.as_("dev@web", ["--json", "inbox"]).json();
+    assert_eq!(back["messages"], serde_json::json!([]));
+    home.as_("lead@web", ["send", "--broadcast", "-m", "welcome back"])
+        .ok();
+    let after = home.as_("dev@web", ["--json", "inbox"]).json();
+    assert_eq!(after["messages"][0]["body"], "welcome back");
+}
+
+#[test]
+fn a_typo_is_not_a_new_mailbox() {
+    let home = Home::new();
+    home.send("api@shop", "web@shop", "web exists");
+    let before = home.tree();
+    let typo = home
+        .as_("api@shop", ["send", "--to", "wbe", "-m", "hi"])
+        .fails(3);
+    assert_eq!(
+        typo.stderr,
+        "error: there is no mailbox 'wbe@shop', and 'web@shop' is close to it (did you mean 'web@shop'?); to create 'wbe@shop' anyway, run `mailroom roster add wbe --project shop` first\n"
+    );
+    let project = home
+        .as_("api@shop", ["send", "--to", "web@shpo", "-m", "hi"])
+        .fails(3);
+    assert!(
+        project.stderr.contains("did you mean 'shop'?"),
+        "{}",
+        project.stderr
+    );
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+    // Explicit creation, first use by the owner, and unrelated names stay easy.
+    home.as_("api@shop", ["roster", "add", "wbe"]).ok();
+    home.send("api@shop", "wbe", "now it exists");
+    home.send("webb@shop", "api", "its owner's first use");
+    home.send("api@shop", "ops", "a different name");
+    home.send("api@shop", "agent-2", "a series");
+    home.send("api@shop", "agent-3", "a series");
+}
+
+#[test]
+fn a_refused_command_leaves_no_trace() {
+    let home = Home::new();
+    let id = home.send("alice", "bob", "for bob only");
+    let posted = home
+        .as_("alice", ["--json", "send", "--broadcast", "-m", "all"])
+        .json()["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    // A git-derived identity that never wrote anything: no mailbox, no origin claim.
+    let repo = checkout(&home, "src/carol");
+    let before = home.tree();
+    for args in [
+        &["read", id.as_str()][..],
+        &["done", &id],
+        &["reply", &id, "-m", "mine now"],
+        &["edit", &id, "-m", "changed"],
+        &["cancel", &id],
+        &["retract", &posted],
+    ] {
+        let run = home.cmd(args).current_dir(&repo).run();
+        assert_ne!(run.code, 0, "{args:?} was refused");
+    }
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+}
+
+#[test]
+fn free_text_may_start_with_a_dash() {
+    let home = Home::new();
+    home.as_(
+        "alice",
+        [
+            "send",
+            "--to",
+            "bob",
+            "-m",
+            "-1 is wrong",
+            "--subject",
+            "--- notes",
+        ],
+    )
+    .ok();
+    let bob = home.as_("bob", ["--json", "inbox"]).json();
+    assert_eq!(bob["messages"][0]["body"], "-1 is wrong");
+    assert_eq!(bob["messages"][0]["subject"], "--- notes");
+    let listed = home.as_("bob", ["--json", "search", "-1"]).json();
+    assert_eq!(listed["messages"][0]["body"], "-1 is wrong");
+}
+
+#[test]
+fn the_implicit_default_project_lists_an_empty_roster() {
+    let home = Home::new();
+    let repo = checkout(&home, "src/web");
+    let run = home.cmd(["roster"]).current_dir(&repo).ok();
+    assert_eq!(run.stdout, "Project 'default' has no members yet.\n");
+}
