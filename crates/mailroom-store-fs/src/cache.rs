@@ -14,8 +14,17 @@ use jiff::Timestamp;
 use mailroom_core::message::ChannelRef;
 use mailroom_core::{Address, Kind, Message, MessageId, Priority, Stored};
 
+use crate::dir::Limit;
+
 /// The cache file's name inside a mailbox directory.
 pub const CACHE_FILE: &str = "pending.cache";
+
+/// The largest cache file read: 64 MiB, hundreds of typical pending messages. A mailbox whose
+/// pending mail would make a larger cache is listed without one.
+pub const LIMIT: Limit = Limit {
+    bytes: 64 * 1024 * 1024,
+    what: "the pending cache",
+};
 
 /// The first bytes of a cache file; bumped whenever the record layout changes, so an old
 /// cache is ignored.

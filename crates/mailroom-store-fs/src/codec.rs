@@ -47,6 +47,8 @@ pub fn message_to_text(m: &Message) -> String {
 pub struct Decoded {
     pub message: Message,
     pub warnings: Vec<String>,
+    /// The id the header names, when it names a valid one (the file name may disagree).
+    pub header_id: Option<MessageId>,
 }
 
 /// Decodes a message file. `file_id` (from the file name) is the authority for the id;
@@ -148,6 +150,7 @@ pub fn message_from_bytes(
             channel,
         },
         warnings,
+        header_id,
     })
 }
 

@@ -119,12 +119,27 @@ impl Dir {
         })
     }
 
-    /// Reads a whole file; `Ok(None)` when it does not exist.
-    pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>, FsError> {
+    /// Reads a whole regular file of at most `limit` bytes; `Ok(None)` when it does not exist.
+    pub fn read(&self, name: &str, limit: Limit) -> Result<Option<Vec<u8>>, FsError> {
+        Ok(self.read_with_ino(name, limit)?.map(|(bytes, _)| bytes))
+    }
+
+    /// Reads a whole regular file of at most `limit` bytes, with the inode number of the file
+    /// read; `Ok(None)` when it does not exist.
+    ///
+    /// The open neither blocks nor follows a link (`O_NONBLOCK | O_NOFOLLOW`) and the type is
+    /// checked on the opened descriptor, so a FIFO, device or socket planted in the home is an
+    /// error naming its path, never a hang; a file over `limit` is an error before it is read,
+    /// and one that grows past it while being read is an error too, so no read is unbounded.
+    pub fn read_with_ino(
+        &self,
+        name: &str,
+        limit: Limit,
+    ) -> Result<Option<(Vec<u8>, u64)>, FsError> {
         let fd = match rfs::openat(
             &self.fd,
             name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
             Mode::empty(),
         ) {
             Ok(fd) => fd,
@@ -137,26 +152,48 @@ impl Dir {
                 ));
             }
         };
-        // Read directly rather than through `read_to_end`, which asks the size first (two
-        // more system calls per file, on every listing of every message).
+        let st =
+            rfs::fstat(&fd).map_err(|e| FsError::io("stat", self.child_path(name), io_err(e)))?;
+        let kind = rfs::FileType::from_raw_mode(st.st_mode);
+        if kind != rfs::FileType::RegularFile {
+            return Err(FsError::io(
+                "read",
+                self.child_path(name),
+                io::Error::other(format!(
+                    "it is {}, not a regular file; mailroom reads only regular files in its home",
+                    describe(kind)
+                )),
+            ));
+        }
+        let size = u64::try_from(st.st_size).unwrap_or(0);
+        if size > limit.bytes as u64 {
+            return Err(limit.exceeded(self.child_path(name), size));
+        }
+        // One read for the whole file: the buffer has room for one byte more than its size,
+        // so a short read is its end (a regular file reads short only at its end).
+        let mut buf = vec![0u8; size as usize + 1];
+        let mut filled = 0;
         let mut file = File::from(fd);
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 16 * 1024];
         loop {
-            match file.read(&mut chunk) {
+            match file.read(&mut buf[filled..]) {
                 Ok(0) => break,
                 Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    // A short read of a regular file is its end: spare the final empty read.
-                    if n < chunk.len() {
+                    filled += n;
+                    if filled < buf.len() {
                         break;
                     }
+                    // It grew since the fstat: read on, never past the limit.
+                    if filled > limit.bytes {
+                        return Err(limit.exceeded(self.child_path(name), filled as u64));
+                    }
+                    buf.resize((filled * 2).clamp(filled + 1, limit.bytes + 1), 0);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(FsError::io("read", self.child_path(name), e)),
             }
         }
-        Ok(Some(buf))
+        buf.truncate(filled);
+        Ok(Some((buf, st.st_ino)))
     }
 
     /// Whether an entry exists (without following a symlink).
@@ -385,6 +422,48 @@ impl Dir {
             )),
             Err(e) => Err(FsError::io("exchange", to.child_path(to_name), io_err(e))),
         }
+    }
+}
+
+/// The most a read takes from one file, and what kind of file that bound is for.
+#[derive(Clone, Copy, Debug)]
+pub struct Limit {
+    pub bytes: usize,
+    /// What the file is, for the error: "a message file".
+    pub what: &'static str,
+}
+
+impl Limit {
+    /// A file of a few lines (project, member, layout, key, origin, token): 64 KiB.
+    pub const fn small(what: &'static str) -> Limit {
+        Limit {
+            bytes: 64 * 1024,
+            what,
+        }
+    }
+
+    fn exceeded(self, path: PathBuf, size: u64) -> FsError {
+        FsError::io(
+            "read",
+            path,
+            io::Error::other(format!(
+                "it is {size} bytes, more than {} can be ({} bytes); move it out of the home",
+                self.what, self.bytes
+            )),
+        )
+    }
+}
+
+/// A file type, as the error names it.
+fn describe(kind: rfs::FileType) -> &'static str {
+    match kind {
+        rfs::FileType::Fifo => "a FIFO (named pipe)",
+        rfs::FileType::CharacterDevice => "a character device",
+        rfs::FileType::BlockDevice => "a block device",
+        rfs::FileType::Socket => "a socket",
+        rfs::FileType::Directory => "a directory",
+        rfs::FileType::Symlink => "a symbolic link",
+        _ => "something",
     }
 }
 

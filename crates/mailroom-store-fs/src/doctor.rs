@@ -8,12 +8,12 @@
 
 use std::collections::HashMap;
 
-use mailroom_core::{Finding, MessageId, State};
+use mailroom_core::{Finding, MessageId, Name, State};
 
 use crate::codec::{LAYOUT_VERSION, message_from_bytes};
-use crate::dir::{DIR_MODE, Dir, Durability, FILE_MODE};
+use crate::dir::{DIR_MODE, Dir, Durability, FILE_MODE, Limit};
 use crate::error::FsError;
-use crate::{FsStore, id_of, is_message_name, state_dir_name};
+use crate::{FsStore, MESSAGE_FILE, id_of, is_message_name, state_dir_name};
 
 /// A temp file older than this is an orphan even if its pid is alive (pids are reused).
 const ORPHAN_AGE_SECS: i64 = 3600;
@@ -40,8 +40,10 @@ impl Doctor {
         });
     }
 
-    /// Every entry below `dir`: no symlinks, 0700 directories, 0600 files.
-    fn walk(&mut self, dir: &Dir) -> Result<(), FsError> {
+    /// Every entry below `dir` (`at`: its path below the home): no symlinks or special files,
+    /// nothing the layout does not name, 0700 directories, 0600 files. Whatever the walk
+    /// reports here the other checks skip without a word, so each problem is one finding.
+    fn walk(&mut self, dir: &Dir, at: &mut Vec<String>) -> Result<(), FsError> {
         let mut names = dir.list()?;
         names.sort();
         for name in names {
@@ -58,23 +60,66 @@ impl Doctor {
                 );
                 continue;
             }
-            let want = if e.is_dir { DIR_MODE } else { FILE_MODE };
-            if e.mode & 0o077 != 0 {
-                let fixed = self.fix && dir.chmod(&name, want).is_ok();
+            at.push(name);
+            let parts: Vec<&str> = at.iter().map(String::as_str).collect();
+            if !in_layout(&parts, e.is_dir) {
                 self.report(
                     path,
+                    format!(
+                        "is a {} mailroom's layout does not have (docs/FORMAT.md); mailroom ignores it",
+                        if e.is_dir { "directory" } else { "file" }
+                    ),
+                    "move it out of the home",
+                    false,
+                );
+                at.pop();
+                continue;
+            }
+            let name = at.last().map(String::as_str).unwrap_or_default();
+            let want = if e.is_dir { DIR_MODE } else { FILE_MODE };
+            if e.mode & 0o077 != 0 {
+                let fixed = self.fix && dir.chmod(name, want).is_ok();
+                self.report(
+                    path.clone(),
                     format!("has permissions {:o}; others can read it", e.mode),
                     format!("chmod {want:o}"),
                     fixed,
                 );
             }
             if e.is_dir {
-                if let Some(sub) = dir.open(&name)? {
-                    self.walk(&sub)?;
+                match dir.open(name) {
+                    Ok(Some(sub)) => self.walk(&sub, at)?,
+                    Ok(None) => {}
+                    Err(err) => self.report(
+                        path,
+                        format!("cannot be opened: {}", reason(&err)),
+                        "make it a directory mailroom's user owns, mode 700",
+                        false,
+                    ),
                 }
             }
+            at.pop();
         }
         Ok(())
+    }
+
+    /// Reads a file for a check; one that cannot be read reads as absent and is reported,
+    /// unless it is a link or special file (the walk reported those).
+    fn read(&mut self, dir: &Dir, name: &str, limit: Limit) -> Option<Vec<u8>> {
+        match dir.read(name, limit) {
+            Ok(bytes) => bytes,
+            Err(err) => {
+                if dir.entry(name).ok().flatten().is_some_and(|e| e.is_file) {
+                    self.report(
+                        dir.child_path(name).display().to_string(),
+                        format!("cannot be read: {}", reason(&err)),
+                        "move it out of the home",
+                        false,
+                    );
+                }
+                None
+            }
+        }
     }
 
     fn tmp_dir(&mut self, tmp: &Dir, bx: Option<&Dir>) -> Result<(), FsError> {
@@ -140,7 +185,7 @@ impl Doctor {
         let Some(bx) = bx else {
             return Ok(None);
         };
-        let Some(bytes) = tmp.read(name)? else {
+        let Ok(Some(bytes)) = tmp.read(name, MESSAGE_FILE) else {
             return Ok(None);
         };
         let owner = mailroom_core::Address::human();
@@ -148,10 +193,11 @@ impl Doctor {
             return Ok(None);
         };
         for state in State::ALL {
-            let Some(dir) = bx.open(state_dir_name(state))? else {
+            let Some(dir) = quiet_open(bx, state_dir_name(state)) else {
                 continue;
             };
-            let Some(current) = dir.read(&format!("{}.md", old.message.id))? else {
+            let Ok(Some(current)) = dir.read(&format!("{}.md", old.message.id), MESSAGE_FILE)
+            else {
                 continue;
             };
             if let Ok(cur) = message_from_bytes(&current, Some(old.message.id), &owner) {
@@ -179,9 +225,18 @@ impl Doctor {
         let Some(bx) = bx else {
             return Ok(());
         };
-        let unread = bx.open_or_create(state_dir_name(State::Unread))?;
+        let unread = match quiet_open(bx, state_dir_name(State::Unread)) {
+            Some(u) => Some(u),
+            None if self.fix && bx.entry(state_dir_name(State::Unread))?.is_none() => {
+                Some(bx.open_or_create(state_dir_name(State::Unread))?)
+            }
+            None => None,
+        };
         let target = format!("{id}.md");
-        if unread.exists(&target)? {
+        if unread
+            .as_ref()
+            .is_some_and(|u| u.exists(&target).unwrap_or(false))
+        {
             let revisions = bx.open_or_create("revisions")?;
             let fixed = self.fix
                 && tmp
@@ -194,7 +249,10 @@ impl Doctor {
                 fixed,
             );
         } else {
-            let fixed = self.fix && tmp.publish_new(name, &unread, &target).unwrap_or(false);
+            let fixed = self.fix
+                && unread
+                    .as_ref()
+                    .is_some_and(|u| tmp.publish_new(name, u, &target).unwrap_or(false));
             self.report(
                 path,
                 "is an unread message set aside by an interrupted edit",
@@ -206,7 +264,7 @@ impl Doctor {
     }
 
     fn mailbox(&mut self, bx: &Dir, owner: &mailroom_core::Address) -> Result<(), FsError> {
-        if let Some(tmp) = bx.open("tmp")? {
+        if let Some(tmp) = quiet_open(bx, crate::TMP) {
             self.tmp_dir(&tmp, Some(bx))?;
         }
         if self.fix {
@@ -216,7 +274,7 @@ impl Doctor {
         }
         let mut seen: HashMap<MessageId, State> = HashMap::new();
         for state in State::ALL {
-            let Some(dir) = bx.open(state_dir_name(state))? else {
+            let Some(dir) = quiet_open(bx, state_dir_name(state)) else {
                 continue;
             };
             let mut names = dir.list()?;
@@ -226,10 +284,20 @@ impl Doctor {
                 if !is_message_name(&name) {
                     continue;
                 }
-                let Some(bytes) = dir.read(&name)? else {
+                let Some(bytes) = self.read(&dir, &name, MESSAGE_FILE) else {
                     continue;
                 };
                 let decoded = message_from_bytes(&bytes, id_of(&name), owner);
+                if let (Ok(d), Some(named)) = (&decoded, id_of(&name)) {
+                    if let Some(header) = d.header_id.filter(|h| *h != named) {
+                        self.report(
+                            path.clone(),
+                            format!("says id {header} in its header but is named {named}; mailroom goes by the name"),
+                            format!("set its header's id to {named}, or rename the file if the header is right"),
+                            false,
+                        );
+                    }
+                }
                 let id = match (&decoded, id_of(&name)) {
                     (_, Some(id)) => id,
                     (Ok(d), None) => {
@@ -289,23 +357,23 @@ impl Doctor {
         let mut names = channels.list()?;
         names.sort();
         for name in names {
-            let Some(ch) = channels.open(&name)? else {
+            let Some(ch) = quiet_open(channels, &name) else {
                 continue;
             };
-            if let Some(tmp) = ch.open("tmp")? {
+            if let Some(tmp) = quiet_open(&ch, crate::TMP) {
                 self.tmp_dir(&tmp, None)?;
             }
             let mut ids = std::collections::HashSet::new();
             for sub in ["entries", "retracted"] {
-                if let Some(d) = ch.open(sub)? {
+                if let Some(d) = quiet_open(&ch, sub) {
                     ids.extend(d.list()?.iter().filter_map(|n| id_of(n)));
                 }
             }
-            let Some(seen) = ch.open("seen")? else {
+            let Some(seen) = quiet_open(&ch, "seen") else {
                 continue;
             };
             for reader in seen.list()? {
-                let Some(marks) = seen.open(&reader)? else {
+                let Some(marks) = quiet_open(&seen, &reader) else {
                     continue;
                 };
                 for mark in marks.list()? {
@@ -326,7 +394,7 @@ impl Doctor {
     }
 
     fn move_duplicate(&self, bx: &Dir, id: MessageId, state: State) -> Result<bool, FsError> {
-        let Some(dir) = bx.open(state_dir_name(state))? else {
+        let Some(dir) = quiet_open(bx, state_dir_name(state)) else {
             return Ok(false);
         };
         let revisions = bx.open_or_create("revisions")?;
@@ -348,6 +416,84 @@ fn rank(s: State) -> u8 {
     }
 }
 
+/// A directory the checks look into; one that cannot be opened (a link, a file, no
+/// permission) is skipped, since the walk reports it.
+fn quiet_open(dir: &Dir, name: &str) -> Option<Dir> {
+    dir.open(name).ok().flatten()
+}
+
+/// Why an operation failed, without the path (a finding names it already).
+fn reason(e: &FsError) -> String {
+    match e {
+        FsError::Io { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether the layout (docs/FORMAT.md) has an entry at `path` below the home, of this kind.
+/// Names that are not valid project or handle names are reported by their own checks.
+fn in_layout(path: &[&str], is_dir: bool) -> bool {
+    use crate::{CHANNELS, GLOBAL, LAYOUT_FILE, PROJECTS, TMP};
+    let file = !is_dir;
+    match path {
+        [LAYOUT_FILE] => file,
+        [TMP | GLOBAL | PROJECTS] => is_dir,
+        [TMP, _] => file,
+        [GLOBAL, rest @ ..] => in_scope(rest, is_dir),
+        [PROJECTS, _] => is_dir,
+        [PROJECTS, _, crate::PROJECT_FILE] => file,
+        [PROJECTS, _, crate::ROSTER | CHANNELS] => is_dir,
+        [PROJECTS, _, crate::ROSTER, member] => {
+            file && member
+                .strip_suffix(".md")
+                .is_some_and(|h| Name::parse(h).is_ok())
+        }
+        [PROJECTS, _, CHANNELS, channel] => is_dir && Name::parse(channel).is_ok(),
+        [PROJECTS, _, CHANNELS, _, rest @ ..] => in_channel(rest, is_dir),
+        [PROJECTS, _, rest @ ..] => in_scope(rest, is_dir),
+        _ => false,
+    }
+}
+
+/// Below a scope (`global/` or `projects/<p>/`): its mailboxes and temp files.
+fn in_scope(path: &[&str], is_dir: bool) -> bool {
+    use crate::{BOXES, TMP};
+    match path {
+        [TMP | BOXES] => is_dir,
+        [TMP, _] => !is_dir,
+        [BOXES, _] => is_dir,
+        [BOXES, _, rest @ ..] => in_mailbox(rest, is_dir),
+        _ => false,
+    }
+}
+
+/// Below `channels/<name>/`.
+fn in_channel(path: &[&str], is_dir: bool) -> bool {
+    use crate::{ENTRIES, RETRACTED, SEEN, TMP};
+    match path {
+        [ENTRIES | RETRACTED | SEEN | TMP] => is_dir,
+        [ENTRIES | RETRACTED, entry] => !is_dir && is_message_name(entry),
+        [SEEN, _] => is_dir,
+        [SEEN, _, _] | [TMP, _] => !is_dir,
+        _ => false,
+    }
+}
+
+/// Below `boxes/<handle>/`.
+fn in_mailbox(path: &[&str], is_dir: bool) -> bool {
+    use crate::{INJECTED, KEYS, ORIGIN, OUTBOX, REVISIONS, TMP};
+    let state = |s: &str| State::ALL.iter().any(|st| state_dir_name(*st) == s);
+    match path {
+        [ORIGIN | INJECTED | crate::cache::CACHE_FILE] => !is_dir,
+        [TMP | KEYS | OUTBOX | REVISIONS] => is_dir,
+        [s] => is_dir && state(s),
+        [TMP | KEYS, _] => !is_dir,
+        [OUTBOX | REVISIONS, f] => !is_dir && is_message_name(f),
+        [s, f] => !is_dir && state(s) && is_message_name(f),
+        _ => false,
+    }
+}
+
 pub fn run(store: &FsStore, fix: bool) -> Result<Vec<Finding>, FsError> {
     let mut doc = Doctor {
         fix,
@@ -357,9 +503,21 @@ pub fn run(store: &FsStore, fix: bool) -> Result<Vec<Finding>, FsError> {
     let Some(root) = store.root()? else {
         return Ok(doc.findings);
     };
-    match root.read(crate::LAYOUT_FILE)? {
-        Some(v) if String::from_utf8_lossy(&v).trim() == LAYOUT_VERSION => {}
-        Some(v) => doc.report(
+    let layout = match root.read(crate::LAYOUT_FILE, Limit::small("the layout file")) {
+        Ok(v) => Ok(v),
+        // A link or special file: the walk reports it.
+        Err(_) if !root.entry(crate::LAYOUT_FILE)?.is_some_and(|e| e.is_file) => Ok(None),
+        Err(e) => Err(e),
+    };
+    match layout {
+        Ok(Some(v)) if String::from_utf8_lossy(&v).trim() == LAYOUT_VERSION => {}
+        Err(e) => doc.report(
+            root.child_path(crate::LAYOUT_FILE).display().to_string(),
+            format!("cannot be read: {}", reason(&e)),
+            "move it out of the home, then run `mailroom doctor --fix` to write a new one",
+            false,
+        ),
+        Ok(Some(v)) => doc.report(
             root.child_path(crate::LAYOUT_FILE).display().to_string(),
             format!(
                 "says layout version '{}'; this mailroom understands {LAYOUT_VERSION}",
@@ -368,7 +526,8 @@ pub fn run(store: &FsStore, fix: bool) -> Result<Vec<Finding>, FsError> {
             "use the mailroom version that wrote this home",
             false,
         ),
-        None => {
+        Ok(None) if root.entry(crate::LAYOUT_FILE)?.is_some() => {}
+        Ok(None) => {
             let fixed = fix && {
                 let tmp = root.open_or_create(crate::TMP)?;
                 let t = tmp.write_temp(
@@ -385,21 +544,21 @@ pub fn run(store: &FsStore, fix: bool) -> Result<Vec<Finding>, FsError> {
             );
         }
     }
-    doc.walk(&root)?;
-    if let Some(tmp) = root.open(crate::TMP)? {
+    doc.walk(&root, &mut Vec::new())?;
+    if let Some(tmp) = quiet_open(&root, crate::TMP) {
         doc.tmp_dir(&tmp, None)?;
     }
     let mut scopes: Vec<(mailroom_core::Scope, Dir)> = Vec::new();
-    if let Some(g) = root.open(crate::GLOBAL)? {
+    if let Some(g) = quiet_open(&root, crate::GLOBAL) {
         scopes.push((mailroom_core::Scope::Global, g));
     }
-    if let Some(projects) = root.open(crate::PROJECTS)? {
+    if let Some(projects) = quiet_open(&root, crate::PROJECTS) {
         let mut names = projects.list()?;
         names.sort();
         for name in names {
             match mailroom_core::Name::parse(&name) {
                 Ok(n) => {
-                    if let Some(d) = projects.open(&name)? {
+                    if let Some(d) = quiet_open(&projects, &name) {
                         scopes.push((mailroom_core::Scope::Project(n), d));
                     }
                 }
@@ -413,13 +572,13 @@ pub fn run(store: &FsStore, fix: bool) -> Result<Vec<Finding>, FsError> {
         }
     }
     for (scope, dir) in &scopes {
-        if let Some(tmp) = dir.open(crate::TMP)? {
+        if let Some(tmp) = quiet_open(dir, crate::TMP) {
             doc.tmp_dir(&tmp, None)?;
         }
-        if let Some(channels) = dir.open(crate::CHANNELS)? {
+        if let Some(channels) = quiet_open(dir, crate::CHANNELS) {
             doc.channels(&channels)?;
         }
-        let Some(boxes) = dir.open(crate::BOXES)? else {
+        let Some(boxes) = quiet_open(dir, crate::BOXES) else {
             continue;
         };
         let mut names = boxes.list()?;
@@ -434,7 +593,7 @@ pub fn run(store: &FsStore, fix: bool) -> Result<Vec<Finding>, FsError> {
                 );
                 continue;
             };
-            if let Some(bx) = boxes.open(&name)? {
+            if let Some(bx) = quiet_open(&boxes, &name) {
                 let owner = mailroom_core::Address {
                     handle,
                     scope: scope.clone(),

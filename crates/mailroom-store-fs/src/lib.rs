@@ -42,7 +42,7 @@ pub fn encode_message(message: &Message) -> String {
     codec::message_to_text(message)
 }
 use crate::codec::{message_from_bytes, message_to_text};
-use crate::dir::{Dir, Durability};
+use crate::dir::{Dir, Durability, Limit};
 pub use crate::error::FsError;
 
 /// The file store rooted at a home directory.
@@ -57,20 +57,26 @@ pub struct FsStore {
 pub(crate) const PROJECTS: &str = "projects";
 pub(crate) const GLOBAL: &str = "global";
 pub(crate) const BOXES: &str = "boxes";
-const ROSTER: &str = "roster";
+pub(crate) const ROSTER: &str = "roster";
 pub(crate) const TMP: &str = "tmp";
-const OUTBOX: &str = "outbox";
-const REVISIONS: &str = "revisions";
-const KEYS: &str = "keys";
-const ORIGIN: &str = "origin";
-const PROJECT_FILE: &str = "project.md";
+pub(crate) const OUTBOX: &str = "outbox";
+pub(crate) const REVISIONS: &str = "revisions";
+pub(crate) const KEYS: &str = "keys";
+pub(crate) const ORIGIN: &str = "origin";
+pub(crate) const PROJECT_FILE: &str = "project.md";
 pub(crate) const LAYOUT_FILE: &str = "layout";
 pub(crate) const CHANNELS: &str = "channels";
-const ENTRIES: &str = "entries";
-const RETRACTED: &str = "retracted";
-const SEEN: &str = "seen";
+pub(crate) const ENTRIES: &str = "entries";
+pub(crate) const RETRACTED: &str = "retracted";
+pub(crate) const SEEN: &str = "seen";
 /// The change token of the last hook injection (see `Store::change_token`).
-const INJECTED: &str = "injected";
+pub(crate) const INJECTED: &str = "injected";
+
+/// A message file: the largest body a message may have, and room for its header.
+pub(crate) const MESSAGE_FILE: Limit = Limit {
+    bytes: mailroom_core::text::MAX_BODY_BYTES + 256 * 1024,
+    what: "a message file",
+};
 
 /// The directory of each state.
 pub fn state_dir_name(state: State) -> &'static str {
@@ -105,6 +111,24 @@ pub(crate) fn id_of(name: &str) -> Option<MessageId> {
 
 pub(crate) fn is_message_name(name: &str) -> bool {
     name.ends_with(".md") && !name.starts_with('.')
+}
+
+/// A state directory as listed: its state, the directory, and its message files with their
+/// inode numbers.
+type Listed = (State, Dir, Vec<(String, u64)>);
+
+/// Keeps one copy per id across states, the last: state directories are read in lifecycle
+/// order, so a copy that moved on while they were read is kept once, in its later state.
+/// (Two files of one state with one id, possible only with hand-chosen names, both stay.)
+fn keep_latest(messages: &mut Vec<Stored>) {
+    let mut last: std::collections::HashMap<MessageId, State> = std::collections::HashMap::new();
+    let keep: Vec<bool> = messages
+        .iter()
+        .rev()
+        .map(|s| *last.entry(s.message.id).or_insert(s.state) == s.state)
+        .collect();
+    let mut keep = keep.into_iter().rev();
+    messages.retain(|_| keep.next().unwrap_or(true));
 }
 
 impl FsStore {
@@ -164,7 +188,7 @@ impl FsStore {
             return Ok(None);
         };
         let found = root
-            .read(LAYOUT_FILE)?
+            .read(LAYOUT_FILE, Limit::small("the layout file"))?
             .map(|b| String::from_utf8_lossy(&b).trim().to_owned());
         match found {
             Some(v) if v != LAYOUT_VERSION => Err(FsError::Layout {
@@ -281,6 +305,8 @@ impl FsStore {
         Ok(())
     }
 
+    /// Reads one message file into `out` (a message, or a damaged entry); returns the inode
+    /// of the file when it was read as a message.
     fn read_one(
         &self,
         owner: &Address,
@@ -288,21 +314,22 @@ impl FsStore {
         name: &str,
         state: Option<State>,
         out: &mut Listing,
-    ) -> Result<(), FsError> {
+    ) -> Result<Option<u64>, FsError> {
         // A file moved away between listing and reading was moved by a concurrent process:
         // it is in another state now, and that listing (not this one) reports it.
-        let bytes = match dir.read(name) {
-            Ok(Some(b)) => b,
-            Ok(None) => return Ok(()),
-            // One unreadable entry (a planted symlink, a file without permission) is reported
-            // like a damaged file; it must not hide the rest of the listing.
+        let (bytes, ino) = match dir.read_with_ino(name, MESSAGE_FILE) {
+            Ok(Some(read)) => read,
+            Ok(None) => return Ok(None),
+            // One unreadable entry (a planted symlink or FIFO, a file without permission, one
+            // too large to be a message) is reported like a damaged file; it must not hide
+            // the rest of the listing.
             Err(e) => {
                 out.damaged.push(Damaged {
                     location: dir.child_path(name).display().to_string(),
                     state,
                     problem: e.to_string(),
                 });
-                return Ok(());
+                return Ok(None);
             }
         };
         match message_from_bytes(&bytes, id_of(name), owner) {
@@ -318,14 +345,17 @@ impl FsStore {
                     state: state.unwrap_or(State::Done),
                     warnings,
                 });
+                Ok(Some(ino))
             }
-            Err(problem) => out.damaged.push(Damaged {
-                location: dir.child_path(name).display().to_string(),
-                state,
-                problem,
-            }),
+            Err(problem) => {
+                out.damaged.push(Damaged {
+                    location: dir.child_path(name).display().to_string(),
+                    state,
+                    problem,
+                });
+                Ok(None)
+            }
         }
-        Ok(())
     }
 
     fn read_states(&self, mailbox: &Address, states: &[State]) -> Result<Listing, FsError> {
@@ -335,6 +365,7 @@ impl FsStore {
                 self.read_state(mailbox, &bx, s, &mut out)?;
             }
         }
+        keep_latest(&mut out.messages);
         Ok(out)
     }
 
@@ -345,23 +376,37 @@ impl FsStore {
         let Some(bx) = self.box_dir(mailbox, false)? else {
             return Ok(out);
         };
-        let mut old = match bx.read(cache::CACHE_FILE) {
+        // A cache that cannot be read (missing, damaged, too large, not a regular file) is
+        // an empty one: it only costs speed, and the rewrite below replaces it.
+        let mut old = match bx.read(cache::CACHE_FILE, cache::LIMIT) {
             Ok(Some(bytes)) => cache::Cache::parse(&bytes),
             _ => cache::Cache::default(),
         };
         let cached_before = old.len();
         out.messages.reserve(cached_before);
+        // Both directories are listed before any file is read. A copy moved from unread/ to
+        // read/ between the two listings is in both: states only move forward, so it is kept
+        // once, as read, and a listing never holds an id twice.
+        let list = |state: State| -> Result<Option<Listed>, FsError> {
+            let Some(dir) = bx.open(state_dir_name(state))? else {
+                return Ok(None);
+            };
+            let mut names = dir.list_with_ino()?;
+            names.retain(|(n, _)| is_message_name(n));
+            Ok(Some((state, dir, names)))
+        };
+        let mut unread = list(State::Unread)?;
+        let read = list(State::Read)?;
+        if let (Some((_, _, u)), Some((_, _, r))) = (&mut unread, &read) {
+            let moved_on: std::collections::HashSet<&str> =
+                r.iter().map(|(n, _)| n.as_str()).collect();
+            u.retain(|(n, _)| !moved_on.contains(n.as_str()));
+        }
         // (file name, inode, index in `out.messages`) of every cacheable copy listed.
         let mut keys: Vec<(String, u64, usize)> = Vec::new();
         let mut missed = false;
-        for state in PENDING {
-            let Some(dir) = bx.open(state_dir_name(state))? else {
-                continue;
-            };
-            for (name, ino) in dir.list_with_ino()? {
-                if !is_message_name(&name) {
-                    continue;
-                }
+        for (state, dir, names) in [unread, read].into_iter().flatten() {
+            for (name, ino) in names {
                 if let Some(hit) = old.take(&name, ino) {
                     keys.push((name, ino, out.messages.len()));
                     out.messages.push(Stored {
@@ -373,9 +418,11 @@ impl FsStore {
                 }
                 missed = true;
                 let before = out.messages.len();
-                self.read_one(mailbox, &dir, &name, Some(state), &mut out)?;
+                // Keyed by the inode of the file actually read, not the one listed: an edit
+                // that replaced the file in between must not file its content under the old.
+                let read = self.read_one(mailbox, &dir, &name, Some(state), &mut out)?;
                 // Only well-named, readable files are cached; the rest are read every time.
-                if out.messages.len() > before && id_of(&name).is_some() {
+                if let (Some(ino), Some(_)) = (read, id_of(&name)) {
                     keys.push((name, ino, before));
                 }
             }
@@ -385,9 +432,13 @@ impl FsStore {
                 .iter()
                 .map(|(n, i, at)| (n.as_str(), *i, &out.messages[*at]))
                 .collect();
-            // Best effort: a cache that cannot be written only costs speed.
-            if let Ok(tmp) = bx.open_or_create(TMP) {
-                if let Ok(t) = tmp.write_temp(&cache::encode(&entries), Durability::Lazy) {
+            let bytes = cache::encode(&entries);
+            // Best effort: a cache that cannot be written only costs speed. One too large to
+            // be read back is not written, and the stale one goes.
+            if bytes.len() > cache::LIMIT.bytes {
+                let _ = bx.remove(cache::CACHE_FILE);
+            } else if let Ok(tmp) = bx.open_or_create(TMP) {
+                if let Ok(t) = tmp.write_temp(&bytes, Durability::Lazy) {
                     if tmp.rename(&t, &bx, cache::CACHE_FILE).is_err() {
                         let _ = tmp.remove(&t);
                     }
@@ -438,6 +489,7 @@ impl FsStore {
                 self.read_one(mailbox, &dir, &name, Some(state), &mut out)?;
             }
         }
+        keep_latest(&mut out.messages);
         Ok(out)
     }
 }
@@ -471,7 +523,7 @@ impl Store for FsStore {
         let Some(dir) = self.project_dir(name, false)? else {
             return Ok(None);
         };
-        let Some(bytes) = dir.read(PROJECT_FILE)? else {
+        let Some(bytes) = dir.read(PROJECT_FILE, Limit::small("a project file"))? else {
             return Ok(None);
         };
         let fallback = || ctime_of(&dir, PROJECT_FILE);
@@ -546,7 +598,7 @@ impl Store for FsStore {
         let Some(name) = names::spelled(&roster, handle.as_str(), ".md")? else {
             return Ok(None);
         };
-        let Some(bytes) = roster.read(&name)? else {
+        let Some(bytes) = roster.read(&name, Limit::small("a roster file"))? else {
             return Ok(None);
         };
         let fallback = || ctime_of(&roster, &name);
@@ -654,7 +706,7 @@ impl Store for FsStore {
             return Ok(KeyClaim::Claimed);
         }
         let existing = keys
-            .read(&name)?
+            .read(&name, Limit::small("an idempotency key file"))?
             .and_then(|b| MessageId::parse(String::from_utf8_lossy(&b).trim()));
         Ok(match existing {
             Some(first) => KeyClaim::Existing(first),
@@ -910,6 +962,7 @@ impl Store for FsStore {
                 self.read_entries(channel, &d, names, state, &mut out)?;
             }
         }
+        keep_latest(&mut out.messages);
         out.messages.sort_by_key(|s| s.message.id);
         Ok(out)
     }
@@ -1061,8 +1114,12 @@ impl Store for FsStore {
         let Some(bx) = self.box_dir(mailbox, false)? else {
             return Ok(None);
         };
+        // A token that cannot be read is no token: the hook lists, and saving the next one
+        // replaces whatever is there.
         Ok(bx
-            .read(INJECTED)?
+            .read(INJECTED, Limit::small("the injection token"))
+            .ok()
+            .flatten()
             .map(|b| String::from_utf8_lossy(&b).trim().to_owned()))
     }
 
@@ -1089,7 +1146,7 @@ impl Store for FsStore {
         let Some(bx) = self.box_dir(identity, false)? else {
             return Ok(OriginClaim::Same);
         };
-        if let Some(existing) = bx.read(ORIGIN)? {
+        if let Some(existing) = bx.read(ORIGIN, Limit::small("an origin file"))? {
             let existing = String::from_utf8_lossy(&existing).trim().to_owned();
             return Ok(if existing == path {
                 OriginClaim::Same

@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::time::Instant;
 
 use mailroom_core::Kind;
 use serde_json::Value;
@@ -244,8 +245,17 @@ pub fn check_seen(s: &Seen<'_>, ledger: &Ledger, p: &mut Problems) -> Option<Mar
 }
 
 /// Checks a listing a command printed (`inbox`, `read`): nothing damaged, no id twice, every
-/// entry one the ledger allows in `mailbox`.
-pub fn check_listing(v: &Value, mailbox: &str, what: &str, ledger: &Ledger, p: &mut Problems) {
+/// entry one the ledger allows in `mailbox`. A listing of pending mail (`pending_since`: when
+/// its command started) must show only unread or read copies, and none the ledger knows was
+/// archived before the command started.
+pub fn check_listing(
+    v: &Value,
+    mailbox: &str,
+    what: &str,
+    pending_since: Option<Instant>,
+    ledger: &Ledger,
+    p: &mut Problems,
+) {
     if let Some(damaged) = v["damaged"].as_array() {
         for d in damaged {
             p.push(
@@ -277,6 +287,20 @@ pub fn check_listing(v: &Value, mailbox: &str, what: &str, ledger: &Ledger, p: &
                 Category::Doubled,
                 format!("{what} of {mailbox} listed {id} twice"),
             );
+        }
+        if let Some(started) = pending_since {
+            let state = m["state"].as_str().unwrap_or("");
+            if !matches!(state, "unread" | "read") {
+                p.push(
+                    Category::Mismatch,
+                    format!("{what} of {mailbox} listed {id} as {state:?}, not pending"),
+                );
+            } else if ledger.done_before(mailbox, id, started) {
+                p.push(
+                    Category::Mismatch,
+                    format!("{what} of {mailbox} listed {id}, archived before it started"),
+                );
+            }
         }
         let seen = Seen {
             mailbox,
@@ -479,6 +503,47 @@ mod tests {
             path: PathBuf::from(format!("{mailbox}/{folder}/{ID}.md")),
             decoded: Ok(message(body)),
         }
+    }
+
+    /// A listing of pending mail with an id twice, a copy shown as done, and a copy a `done`
+    /// archived before the listing began: each is caught.
+    #[test]
+    fn a_pending_listing_with_an_id_twice_or_done_mail_is_caught() {
+        let mut ledger = Ledger::default();
+        ledger.plan_send(marker(), vec!["r0@stress".into()], None);
+        ledger.ack_send(&marker(), ID).unwrap();
+        let entry = |state: &str| {
+            serde_json::json!({"id": ID, "from": "s0@stress", "body": bodies::body(&marker(), 1),
+                "revision": 1, "kind": "INFO", "state": state})
+        };
+        let listing = |entries: Vec<Value>| serde_json::json!({"messages": entries, "damaged": []});
+        let check = |v: &Value, ledger: &Ledger, since: Instant| {
+            let mut p = Problems::default();
+            check_listing(v, "r0@stress", "inbox", Some(since), ledger, &mut p);
+            p.to_string()
+        };
+        let before = Instant::now();
+        let clean = "lost=0 doubled=0 torn=0 misdelivered=0 mismatched=0 failed=0";
+        assert_eq!(check(&listing(vec![entry("read")]), &ledger, before), clean);
+        assert_eq!(
+            check(
+                &listing(vec![entry("unread"), entry("read")]),
+                &ledger,
+                before
+            ),
+            "lost=0 doubled=1 torn=0 misdelivered=0 mismatched=0 failed=0"
+        );
+        assert_eq!(
+            check(&listing(vec![entry("done")]), &ledger, before),
+            "lost=0 doubled=0 torn=0 misdelivered=0 mismatched=1 failed=0"
+        );
+        ledger.archived("r0@stress", ID, before);
+        assert_eq!(check(&listing(vec![entry("read")]), &ledger, before), clean);
+        let later = before + std::time::Duration::from_millis(1);
+        assert_eq!(
+            check(&listing(vec![entry("read")]), &ledger, later),
+            "lost=0 doubled=0 torn=0 misdelivered=0 mismatched=1 failed=0"
+        );
     }
 
     /// One acknowledged send to r0 and r1, held to the disk each case describes.

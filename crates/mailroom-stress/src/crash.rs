@@ -254,9 +254,10 @@ fn setup(h: &mut Home<'_>, rng: &mut Rng, p: &mut Problems) -> Result<()> {
     }
     if rng.chance(50) {
         let who = RECIPIENTS[rng.below(3) as usize];
+        let started = std::time::Instant::now();
         let o = h.mr.run(Some(who), &["inbox"], None, "setup")?;
         match o.json().filter(|_| o.ok()) {
-            Some(v) => check::check_listing(&v, who, "inbox", &h.ledger, p),
+            Some(v) => check::check_listing(&v, who, "inbox", Some(started), &h.ledger, p),
             None => p.push(
                 Category::Failed,
                 format!("setup inbox of {who}: {}", o.describe()),

@@ -6,6 +6,7 @@
 //! allowed copy from a wrong one; only an exit 0 with an id makes a send acknowledged.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use crate::bodies::Marker;
 
@@ -44,6 +45,8 @@ pub struct Send {
     pub to: Vec<String>,
     /// The id `send` printed with exit 0: the send is acknowledged.
     pub id: Option<String>,
+    /// When the harness saw the acknowledgement (delivery was complete before it).
+    pub acked_at: Option<Instant>,
     pub reply_to: Option<String>,
     pub edit: Edit,
     pub cancel: Cancel,
@@ -60,6 +63,11 @@ pub struct Ledger {
     corrections: HashMap<String, (String, String)>,
     /// Copies a reply reported it closed: (mailbox, id) must be done.
     closed: Vec<(String, String)>,
+    /// (mailbox, id) → when a `done` or `read --archive` that archived it had exited.
+    done: HashMap<(String, String), Instant>,
+    /// `done --all` runs that exited 0: (mailbox, started, exited). Every copy acknowledged
+    /// before one started was out of the pending states when it exited.
+    sweeps: Vec<(String, Instant, Instant)>,
 }
 
 impl Ledger {
@@ -70,6 +78,7 @@ impl Ledger {
                 marker,
                 to,
                 id: None,
+                acked_at: None,
                 reply_to,
                 edit: Edit::None,
                 cancel: Cancel::None,
@@ -92,6 +101,7 @@ impl Ledger {
             Some(_) => {}
             None => {
                 send.id = Some(id.to_owned());
+                send.acked_at = Some(Instant::now());
                 self.by_id.insert(id.to_owned(), marker.clone());
                 self.acked.push(id.to_owned());
             }
@@ -174,5 +184,36 @@ impl Ledger {
 
     pub fn closed_copies(&self) -> &[(String, String)] {
         &self.closed
+    }
+
+    /// Records that `id` in `mailbox` was archived by a command that exited at `at`.
+    pub fn archived(&mut self, mailbox: &str, id: &str, at: Instant) {
+        self.done
+            .entry((mailbox.to_owned(), id.to_owned()))
+            .and_modify(|t| *t = (*t).min(at))
+            .or_insert(at);
+    }
+
+    /// Records a `done --all` of `mailbox` that ran from `started` to `exited`.
+    pub fn swept(&mut self, mailbox: &str, started: Instant, exited: Instant) {
+        self.sweeps.push((mailbox.to_owned(), started, exited));
+    }
+
+    /// Whether the copy of `id` in `mailbox` was known to be out of the pending states
+    /// (archived by a `done`, or swept by a `done --all`) before `at`.
+    pub fn done_before(&self, mailbox: &str, id: &str, at: Instant) -> bool {
+        if self
+            .done
+            .get(&(mailbox.to_owned(), id.to_owned()))
+            .is_some_and(|t| *t < at)
+        {
+            return true;
+        }
+        let Some(acked) = self.by_id(id).and_then(|s| s.acked_at) else {
+            return false;
+        };
+        self.sweeps
+            .iter()
+            .any(|(m, started, exited)| m == mailbox && acked < *started && *exited < at)
     }
 }

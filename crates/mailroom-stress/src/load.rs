@@ -132,9 +132,11 @@ impl Shared<'_> {
         }
     }
 
-    fn check_listing(&self, v: &Value, mailbox: &str, what: &str) {
+    /// Checks a listing; `pending_since` (when its command started) for listings of pending
+    /// mail.
+    fn check_listing(&self, v: &Value, mailbox: &str, what: &str, pending_since: Option<Instant>) {
         let mut p = Problems::default();
-        check::check_listing(v, mailbox, what, &self.ledger(), &mut p);
+        check::check_listing(v, mailbox, what, pending_since, &self.ledger(), &mut p);
         bump(&self.stats.listings, 1);
         bump(
             &self.stats.entries,
@@ -188,7 +190,10 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
                 r
             }));
         }
-        handles.push(scope.spawn(|| lister(&sh)));
+        for n in 0..2 {
+            let sh = &sh;
+            handles.push(scope.spawn(move || lister(sh, n)));
+        }
         handles.push(scope.spawn(|| archiver(&sh)));
         handles.push(scope.spawn(|| reader_by_id(&sh)));
         for m in 0..2 {
@@ -248,6 +253,41 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
 
 /// Sender `i`: `per` sends to one or two recipients; some carry an idempotency key and are
 /// retried once, which must give the same id back and deliver nothing new.
+/// `done ID` as `me`, recording in the ledger what it archived and when it had.
+fn done(sh: &Shared<'_>, me: &str, id: &str) -> Result<()> {
+    if let Some((o, v)) = sh.run(me, &["done", id], None, &[0, 4])? {
+        let exited = Instant::now();
+        if o.code == Some(0) {
+            let mut ledger = sh.ledger();
+            for m in v["messages"].as_array().into_iter().flatten() {
+                if let Some(id) = m["id"].as_str() {
+                    ledger.archived(me, id, exited);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `done --all` as `me`, recorded as a sweep of its mailbox.
+fn done_all(sh: &Shared<'_>, me: &str) -> Result<()> {
+    let started = Instant::now();
+    if sh.run(me, &["done", "--all"], None, &[0])?.is_some() {
+        sh.ledger().swept(me, started, Instant::now());
+    }
+    Ok(())
+}
+
+/// `inbox ARGS` as `me`, checked as a listing of pending mail; returns its output.
+fn inbox(sh: &Shared<'_>, me: &str, args: &[&str], what: &str) -> Result<Option<Value>> {
+    let started = Instant::now();
+    let Some((_, v)) = sh.run(me, args, None, &[0])? else {
+        return Ok(None);
+    };
+    sh.check_listing(&v, me, what, Some(started));
+    Ok(Some(v))
+}
+
 fn sender(sh: &Shared<'_>, i: usize, per: usize) -> Result<()> {
     let me = sender_name(i);
     for seq in 0..per {
@@ -305,23 +345,21 @@ fn sender(sh: &Shared<'_>, i: usize, per: usize) -> Result<()> {
     Ok(())
 }
 
-/// r0: lists its inbox over and over, archives one listed message each time and everything
-/// every eighth time.
-fn lister(sh: &Shared<'_>) -> Result<()> {
+/// r0 (two of these race): lists its inbox over and over, archives one listed message each
+/// time and everything every eighth time.
+fn lister(sh: &Shared<'_>, n: u64) -> Result<()> {
     let me = RECIPIENTS[0];
-    let mut rng = Rng::derive(sh.seed, &[1000]);
+    let mut rng = Rng::derive(sh.seed, &[1000 + 10 * n]);
     for round in 0.. {
         let last = sh.senders_done();
-        if let Some((_, v)) = sh.run(me, &["inbox"], None, &[0])? {
-            sh.check_listing(&v, me, "inbox");
+        if let Some(v) = inbox(sh, me, &["inbox"], "inbox")? {
             let ids = listed_ids(&v);
             if !ids.is_empty() {
-                let id = &ids[rng.below(ids.len() as u64) as usize];
-                sh.run(me, &["done", id], None, &[0, 4])?;
+                done(sh, me, &ids[rng.below(ids.len() as u64) as usize])?;
             }
         }
         if round % 8 == 7 {
-            sh.run(me, &["done", "--all"], None, &[0])?;
+            done_all(sh, me)?;
         }
         if last {
             break;
@@ -336,16 +374,18 @@ fn archiver(sh: &Shared<'_>) -> Result<()> {
     let mut rng = Rng::derive(sh.seed, &[1001]);
     loop {
         let last = sh.senders_done();
-        if let Some((_, v)) = sh.run(me, &["inbox", "--limit", "4"], None, &[0])? {
-            sh.check_listing(&v, me, "inbox --limit 4");
+        if let Some(v) = inbox(sh, me, &["inbox", "--limit", "4"], "inbox --limit 4")? {
             let ids = listed_ids(&v);
             if !ids.is_empty() {
                 let k = rng.below(ids.len() as u64) as usize;
                 if let Some((_, r)) = sh.run(me, &["read", &ids[k], "--archive"], None, &[0, 4])? {
-                    sh.check_listing(&r, me, "read --archive");
+                    if r["archived"] == true {
+                        sh.ledger().archived(me, &ids[k], Instant::now());
+                    }
+                    sh.check_listing(&r, me, "read --archive", None);
                 }
                 if ids.len() > 1 {
-                    sh.run(me, &["done", &ids[(k + 1) % ids.len()]], None, &[0, 4])?;
+                    done(sh, me, &ids[(k + 1) % ids.len()])?;
                 }
             }
         }
@@ -379,11 +419,11 @@ fn reader_by_id(sh: &Shared<'_>) -> Result<()> {
             Some(id) => {
                 if let Some((_, v)) = sh.run(me, &["read", &id], None, &[0, 4])? {
                     if v.get("messages").is_some() {
-                        sh.check_listing(&v, me, "read");
+                        sh.check_listing(&v, me, "read", None);
                     }
                 }
                 if rng.chance(50) {
-                    sh.run(me, &["done", &id], None, &[0, 4])?;
+                    done(sh, me, &id)?;
                 }
             }
             None if last => {}
@@ -607,10 +647,9 @@ fn check_channel(sh: &Shared<'_>) -> (usize, usize) {
 fn final_check(sh: &Shared<'_>) -> Result<()> {
     let before = Snapshot::scan(sh.mr.home())?;
     for mailbox in RECIPIENTS {
-        let Some((_, v)) = sh.run(mailbox, &["inbox"], None, &[0])? else {
+        let Some(v) = inbox(sh, mailbox, &["inbox"], "final inbox")? else {
             continue;
         };
-        sh.check_listing(&v, mailbox, "final inbox");
         let listed: BTreeSet<String> = listed_ids(&v).into_iter().collect();
         let pending: BTreeSet<String> = before
             .copies

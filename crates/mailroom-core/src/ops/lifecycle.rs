@@ -136,8 +136,9 @@ impl Mailroom<'_> {
             list.truncate(shown);
         }
         self.mark_read(me, &mut messages)?;
-        // A cancel that won the race against this read withdrew the message: not shown.
-        messages.retain(|s| s.state != State::Cancelled);
+        // A cancel or a `done` that won the race against this read took the message out of
+        // the pending states: a listing of pending mail does not show it.
+        messages.retain(|s| s.state.is_pending());
         if let Some(all) = &all {
             let ids: Vec<MessageId> = broadcasts.iter().map(|s| s.message.id).collect();
             let mut claimed = self.store.mark_seen(all, &me.handle, &ids)?.into_iter();
@@ -356,7 +357,19 @@ impl Mailroom<'_> {
             .iter()
             .map(|s| (s.message.id, s.state))
             .collect();
-        let moved = self.store.transition(me, &moves, State::Done)?;
+        let mut moved = self.store.transition(me, &moves, State::Done)?;
+        // An unread copy another reader moved to read after the listing: archive it from there.
+        let retry: Vec<usize> = (0..moves.len())
+            .filter(|&i| moves[i].1 == State::Unread && !moved.get(i).copied().unwrap_or(true))
+            .collect();
+        let again: Vec<(MessageId, State)> =
+            retry.iter().map(|&i| (moves[i].0, State::Read)).collect();
+        for (i, m) in retry
+            .iter()
+            .zip(self.store.transition(me, &again, State::Done)?)
+        {
+            moved[*i] = m;
+        }
         Ok(moved.into_iter().filter(|m| *m).count())
     }
 

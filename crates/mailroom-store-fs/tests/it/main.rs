@@ -7,3 +7,4 @@
 mod channels;
 mod conformance;
 mod files;
+mod readers;

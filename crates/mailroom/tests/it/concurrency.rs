@@ -96,3 +96,68 @@ fn concurrent_senders_and_a_reader_lose_double_and_tear_nothing() {
         assert_eq!(home.count(&format!("sender{s}"), "outbox"), PER_SENDER);
     }
 }
+
+/// Problems with one `inbox --json` listing: an id shown twice, or an entry not pending.
+fn listing_problems(v: &Value) -> Vec<String> {
+    let mut ids = HashSet::new();
+    let mut problems = Vec::new();
+    for m in v["messages"].as_array().expect("a message list") {
+        let id = m["id"].as_str().expect("an id");
+        if !ids.insert(id) {
+            problems.push(format!("{id} is listed twice"));
+        }
+        if !matches!(m["state"].as_str(), Some("unread" | "read")) {
+            problems.push(format!("{id} is listed as {}", m["state"]));
+        }
+    }
+    problems
+}
+
+#[test]
+fn racing_inbox_loops_and_done_all_list_each_id_once_and_only_pending_mail() {
+    const SENDERS: usize = 2;
+    const PER_SENDER: usize = 150;
+    let home = Home::new();
+    let finished = AtomicUsize::new(0);
+    let (listings, problems) = std::thread::scope(|scope| {
+        for s in 0..SENDERS {
+            let (home, finished) = (&home, &finished);
+            scope.spawn(move || {
+                for i in 0..PER_SENDER {
+                    home.as_(&format!("sender{s}"), ["send", "--to", "inbox"])
+                        .args(["--message", &format!("{s}/{i}")])
+                        .ok();
+                }
+                finished.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        let sweeper = scope.spawn(|| {
+            while finished.load(Ordering::SeqCst) < SENDERS {
+                home.as_("inbox", ["done", "--all"]).ok();
+            }
+        });
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                scope.spawn(|| {
+                    let (mut listings, mut problems) = (0, Vec::new());
+                    while finished.load(Ordering::SeqCst) < SENDERS {
+                        let v = home.as_("inbox", ["--json", "inbox"]).json();
+                        problems.extend(listing_problems(&v));
+                        listings += 1;
+                    }
+                    (listings, problems)
+                })
+            })
+            .collect();
+        sweeper.join().expect("the sweeper does not panic");
+        readers
+            .into_iter()
+            .map(|r| r.join().expect("a reader does not panic"))
+            .fold((0, Vec::new()), |(n, mut all), (k, p)| {
+                all.extend(p);
+                (n + k, all)
+            })
+    });
+    assert!(listings >= 4, "the readers ran while senders were sending");
+    assert_eq!(problems, Vec::<String>::new(), "in {listings} listings");
+}

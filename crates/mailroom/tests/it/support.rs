@@ -344,6 +344,54 @@ impl TestCommand {
         }
     }
 
+    /// Runs it like [`TestCommand::run`], but kills it and fails the test when it has not
+    /// exited within `limit`: for commands that must not block on what is in the home.
+    pub fn run_within(&mut self, limit: std::time::Duration) -> Run {
+        self.cmd
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self
+            .cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", self.cmd));
+        let pid = child.id();
+        if let (Some(bytes), Some(mut pipe)) = (self.stdin.clone(), child.stdin.take()) {
+            std::thread::spawn(move || drop(pipe.write_all(&bytes)));
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || drop(tx.send(child.wait_with_output())));
+        let out = match rx.recv_timeout(limit) {
+            Ok(out) => out.expect("wait for mailroom"),
+            Err(_) => {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+                panic!("{:?} did not finish within {limit:?}", self.cmd);
+            }
+        };
+        let stdout = String::from_utf8(out.stdout).expect("stdout is UTF-8");
+        let stderr = String::from_utf8(out.stderr).expect("stderr is UTF-8");
+        assert!(
+            !stderr.contains("panicked"),
+            "{:?} panicked:\n{stderr}",
+            self.cmd
+        );
+        let code = out
+            .status
+            .code()
+            .unwrap_or_else(|| panic!("{:?} was killed: {:?}", self.cmd, out.status));
+        Run {
+            code,
+            stdout,
+            stderr,
+        }
+    }
+
     /// Runs it and requires exit 0.
     pub fn ok(&mut self) -> Run {
         let run = self.run();

@@ -1,0 +1,174 @@
+//! Nothing planted in the home or a checkout hangs or blinds a command: FIFOs and oversized
+//! files are reported with their reason, quickly, and every other message is still shown.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::Home;
+
+/// Long enough for a loaded machine, far shorter than a blocked read (forever).
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap_or_else(|e| panic!("mkfifo {}: {e}", path.display()));
+}
+
+fn mailbox(home: &Home, handle: &str) -> PathBuf {
+    home.path().join("projects/default/boxes").join(handle)
+}
+
+/// A git checkout named `web`, so commands run there act as `web@default`.
+fn repo(home: &Home) -> PathBuf {
+    let dir = home.root().join("src").join("web");
+    std::fs::create_dir_all(dir.join(".git")).expect("a checkout");
+    dir
+}
+
+fn unread_name() -> String {
+    format!("{}.md", mailroom_core::MessageId::generate())
+}
+
+#[test]
+fn a_fifo_in_the_mailbox_hangs_neither_inbox_nor_doctor_nor_the_session_start_hook() {
+    let home = Home::new();
+    let cwd = repo(&home);
+    home.send("api", "web", "users.email is now unique");
+    home.as_("api", ["send", "--broadcast", "-m", "deploy at 5"])
+        .ok();
+    let web = mailbox(&home, "web");
+    let fifo = web.join("unread").join(unread_name());
+    mkfifo(&fifo);
+    let entry = home
+        .path()
+        .join("projects/default/channels/all/entries")
+        .join(unread_name());
+    mkfifo(&entry);
+    let _ = std::fs::remove_file(web.join("pending.cache"));
+    mkfifo(&web.join("pending.cache"));
+    mkfifo(&web.join("injected"));
+
+    let start = home
+        .cmd(["hook", "claude", "SessionStart"])
+        .stdin(json!({"hook_event_name": "SessionStart", "cwd": cwd}).to_string())
+        .run_within(LIMIT);
+    assert_eq!(start.code, 0, "{}", start.stderr);
+    let v: Value = serde_json::from_str(&start.stdout)
+        .unwrap_or_else(|e| panic!("hook output is not JSON ({e}): {start:?}"));
+    let context = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        context.contains("users.email is now unique") && context.contains("deploy at 5"),
+        "{context}"
+    );
+
+    let inbox = home.as_("web", ["--json", "inbox"]).run_within(LIMIT);
+    assert_eq!(inbox.code, 0, "{}", inbox.stderr);
+    let v: Value = serde_json::from_str(&inbox.stdout).expect("inbox output is JSON");
+    let mut damaged: Vec<(String, String)> = v["damaged"]
+        .as_array()
+        .expect("a damaged list")
+        .iter()
+        .map(|d| {
+            let at = d["location"].as_str().unwrap_or_default().to_owned();
+            let why = d["problem"].as_str().unwrap_or_default();
+            (at, why.rsplit(": ").next().unwrap_or_default().to_owned())
+        })
+        .collect();
+    damaged.sort();
+    let why = "it is a FIFO (named pipe), not a regular file; mailroom reads only regular files in its home".to_owned();
+    let mut want = vec![
+        (fifo.display().to_string(), why.clone()),
+        (entry.display().to_string(), why),
+    ];
+    want.sort();
+    assert_eq!(damaged, want);
+
+    let doctor = home.cmd(["--json", "doctor"]).run_within(LIMIT);
+    assert_eq!(doctor.code, 1, "problems remain: {}", doctor.stderr);
+    // The report, then the error object of the failing exit.
+    let v: Value = serde_json::Deserializer::from_str(&doctor.stdout)
+        .into_iter()
+        .next()
+        .and_then(Result::ok)
+        .expect("doctor output is JSON");
+    let mut special: Vec<String> = v["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["problem"] == "is a symbolic link or special file; mailroom never follows it")
+        .map(|f| f["location"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    special.sort();
+    let mut want = vec![entry.display().to_string(), fifo.display().to_string()];
+    want.sort();
+    assert_eq!(special, want, "{}", doctor.stdout);
+    // The cache and the token are only copies: the hook replaced both with regular files.
+    for copy in ["pending.cache", "injected"] {
+        let meta = std::fs::symlink_metadata(web.join(copy)).expect("stat");
+        assert!(meta.file_type().is_file(), "{copy} is a regular file again");
+    }
+}
+
+#[test]
+fn a_fifo_as_mailroom_toml_is_a_clear_error_not_a_hang() {
+    let home = Home::new();
+    let cwd = repo(&home);
+    let config = cwd.join(".mailroom.toml");
+    mkfifo(&config);
+    let run = home.cmd(["whoami"]).current_dir(&cwd).run_within(LIMIT);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            2,
+            format!(
+                "error: {} is not a regular file (a FIFO, device or directory); mailroom reads its settings only from a regular file\n",
+                config.display()
+            )
+            .as_str()
+        )
+    );
+}
+
+#[test]
+fn a_2_gib_file_in_unread_costs_inbox_limit_1_nothing() {
+    let home = Home::new();
+    let id = home.send("api", "web", "the one real message");
+    let huge = mailbox(&home, "web").join("unread").join(unread_name());
+    // Sparse: 2 GiB long, nothing on disk. Read whole, it took 50 s and 8 GB.
+    std::fs::File::create(&huge)
+        .and_then(|f| f.set_len(2 << 30))
+        .expect("a 2 GiB file");
+    let run = home
+        .as_("web", ["--json", "inbox", "--limit", "1"])
+        .run_within(LIMIT);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let v: Value = serde_json::from_str(&run.stdout).expect("inbox output is JSON");
+    let shown: Vec<&str> = v["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert_eq!(shown, vec![id.as_str()]);
+    assert_eq!(
+        v["damaged"],
+        json!([{
+            "location": huge.display().to_string(),
+            "state": "unread",
+            "problem": format!(
+                "cannot read {}: it is 2147483648 bytes, more than a message file can be (1310720 bytes); move it out of the home",
+                huge.display()
+            ),
+        }])
+    );
+}
