@@ -105,6 +105,7 @@ macro_rules! __cases {
             sending::same_key_from_the_same_sender_delivers_once,
             sending::same_key_from_another_sender_is_independent,
             sending::a_keyed_retry_finishes_an_interrupted_send_and_names_who_got_it_now,
+            sending::a_send_names_at_most_max_recipients,
             sending::oversize_body_is_invalid_and_changes_nothing,
             sending::body_of_exactly_the_limit_is_accepted,
             sending::invalid_drafts_are_refused_before_any_write,

@@ -1,6 +1,6 @@
 //! Stories of sending: several recipients, retry-safe keys, and input refused before any write.
 
-use mailroom_core::ops::Draft;
+use mailroom_core::ops::{Draft, MAX_RECIPIENTS};
 use mailroom_core::store::KeyClaim;
 use mailroom_core::text::{MAX_BODY_BYTES, MAX_SUBJECT_CHARS};
 use mailroom_core::{Error, ErrorKind, Kind, Message, Priority, State, Store};
@@ -126,6 +126,32 @@ pub fn a_keyed_retry_finishes_an_interrupted_send_and_names_who_got_it_now(store
         .expect("retry again");
     assert!(again.duplicate && again.delivered_now.is_empty());
     assert_eq!(m.outbox(&alice, None).expect("outbox").len(), 1);
+}
+
+pub fn a_send_names_at_most_max_recipients(store: &dyn Store) {
+    let m = mailroom(store);
+    let names: Vec<String> = (0..=MAX_RECIPIENTS).map(|i| format!("r{i}@web")).collect();
+    let all: Vec<&str> = names.iter().map(String::as_str).collect();
+    let e = err(m.send(&addr("alice@web"), draft(&all, "too many")));
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e:?}");
+    assert!(
+        e.to_string().contains(&MAX_RECIPIENTS.to_string()),
+        "names the limit: {e}"
+    );
+    assert!(
+        m.projects().expect("projects").is_empty(),
+        "nothing created"
+    );
+
+    let msg = send(
+        &m,
+        "alice@web",
+        &all[..MAX_RECIPIENTS],
+        "as many as allowed",
+    );
+    assert_eq!(msg.to.len(), MAX_RECIPIENTS);
+    assert_eq!(pending(store, "r99@web"), vec![(msg.id, State::Unread)]);
+    assert!(pending(store, "r100@web").is_empty());
 }
 
 pub fn oversize_body_is_invalid_and_changes_nothing(store: &dyn Store) {
