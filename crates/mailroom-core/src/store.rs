@@ -180,8 +180,8 @@ pub trait Store {
     ///   reported in [`Delivery::trace_error`], never as an error.
     /// - `Err`: no recipient got a copy from this call and no trace was left by it. The one
     ///   exception a store without transactions cannot close: a copy a reader took (moved out of
-    ///   unread) in the instant between its publication and the undo stays, and the error names
-    ///   its mailbox.
+    ///   unread) in the instant between its publication and the undo stays, with the trace, and
+    ///   the error names its mailbox.
     /// - A recipient whose mailbox already holds a copy of this id, in any state, is left alone
     ///   (`false` in [`Delivery::new`]). So calling this again with the same message finishes a
     ///   call a crash interrupted, and delivers nothing twice: that is what a keyed retry does.

@@ -717,7 +717,8 @@ impl Store for FsStore {
         };
 
         // Undo: every copy this call published, then the trace. A copy no longer in `unread/`
-        // was taken by a reader in the meantime and stays: the error says where.
+        // was taken by a reader in the meantime and stays (so does the trace, which shows the
+        // sender where): the error says where.
         discard(&prepared);
         let mut kept = Vec::new();
         for ((_, unread, _), recipient) in prepared
@@ -733,10 +734,10 @@ impl Store for FsStore {
                 Ok(false) | Err(_) => kept.push(recipient.to_string()),
             }
         }
-        if let Some(outbox) = trace {
-            let _ = outbox.remove(&name);
-        }
         if kept.is_empty() {
+            if let Some(outbox) = trace {
+                let _ = outbox.remove(&name);
+            }
             return Err(failure.into());
         }
         Err(mailroom_core::Error::store(
