@@ -1,7 +1,7 @@
 //! The `Store` trait's own contract, method by method, for what the operations above cannot
 //! show: idempotent creation, at-most-once moves, "not found" as an empty answer.
 
-use mailroom_core::store::{KeyClaim, OriginClaim};
+use mailroom_core::store::{Delivery, KeyClaim, OriginClaim};
 use mailroom_core::{
     Listing, Member, MemberStatus, Message, MessageId, Policy, Project, State, Store,
 };
@@ -28,6 +28,75 @@ pub fn deliver_keeps_the_first_copy_of_an_id(store: &dyn Store) {
     let copy = store.get(&bob, first.id).expect("get").expect("the copy");
     assert_eq!((copy.message, copy.state), (first, State::Unread));
     assert_eq!(store.pending(&bob).expect("pending").messages.len(), 1);
+}
+
+pub fn deliver_all_publishes_every_copy_and_one_outbox_trace(store: &dyn Store) {
+    let message = Message {
+        to: vec![addr("bob@web"), addr("carol@api")],
+        ..message("alice@web", "bob@web", "to both")
+    };
+    assert_eq!(
+        store
+            .deliver_all(&message.to, &message)
+            .expect("deliver_all"),
+        Delivery {
+            new: vec![true, true],
+            trace_error: None
+        }
+    );
+    for to in &message.to {
+        let copy = store.get(to, message.id).expect("get").expect("a copy");
+        assert_eq!((copy.message, copy.state), (message.clone(), State::Unread));
+    }
+    assert_eq!(
+        store.outbox(&addr("alice@web")).expect("outbox"),
+        vec![message]
+    );
+}
+
+/// All-or-nothing, as far as a story can show it: an `Err` cannot be provoked through the trait,
+/// but what a store without transactions may leave when interrupted (some copies, no trace) must
+/// be finished by the same call again, which skips every mailbox holding the id in any state.
+pub fn deliver_all_again_finishes_an_interrupted_call_and_doubles_nothing(store: &dyn Store) {
+    let (bob, carol, dave) = (addr("bob@web"), addr("carol@web"), addr("dave@api"));
+    let message = Message {
+        to: vec![bob.clone(), carol.clone(), dave.clone()],
+        ..message("alice@web", "bob@web", "to three")
+    };
+    // Interrupted after bob's copy, which bob has read since.
+    assert!(store.deliver(&bob, &message).expect("deliver"));
+    store
+        .transition(&bob, &[(message.id, State::Unread)], State::Read)
+        .expect("bob reads");
+
+    let again = store.deliver_all(&message.to, &message).expect("again");
+    assert_eq!(
+        again.new,
+        vec![false, true, true],
+        "only the missing copies"
+    );
+    assert_eq!(
+        ids(&store.pending(&bob).expect("pending")),
+        vec![(message.id, State::Read)],
+        "bob's copy is left as it was, not doubled"
+    );
+    store
+        .transition(&bob, &[(message.id, State::Read)], State::Done)
+        .expect("bob archives");
+    let third = store.deliver_all(&message.to, &message).expect("third");
+    assert_eq!(third.new, vec![false, false, false]);
+    assert!(store.pending(&bob).expect("pending").messages.is_empty());
+    for to in [&carol, &dave] {
+        assert_eq!(
+            ids(&store.pending(to).expect("pending")),
+            vec![(message.id, State::Unread)]
+        );
+    }
+    assert_eq!(
+        store.outbox(&addr("alice@web")).expect("outbox"),
+        vec![message],
+        "one trace"
+    );
 }
 
 pub fn transition_moves_a_copy_at_most_once(store: &dyn Store) {

@@ -1,8 +1,9 @@
 //! Stories of sending: several recipients, retry-safe keys, and input refused before any write.
 
-use mailroom_core::ops::Draft;
+use mailroom_core::ops::{Draft, MAX_RECIPIENTS};
+use mailroom_core::store::KeyClaim;
 use mailroom_core::text::{MAX_BODY_BYTES, MAX_SUBJECT_CHARS};
-use mailroom_core::{Error, ErrorKind, Kind, Priority, State, Store};
+use mailroom_core::{Error, ErrorKind, Kind, Message, Priority, State, Store};
 
 use crate::kit::{addr, draft, err, mailroom, pending, send, state};
 
@@ -82,6 +83,75 @@ pub fn same_key_from_another_sender_is_independent(store: &dyn Store) {
     assert!(!c.duplicate);
     assert_ne!(a.message.id, c.message.id);
     assert_eq!(pending(store, "bob@web").len(), 2);
+}
+
+pub fn a_keyed_retry_finishes_an_interrupted_send_and_names_who_got_it_now(store: &dyn Store) {
+    let m = mailroom(store);
+    let alice = addr("alice@web");
+    // What a send interrupted mid-way can leave: its key claimed, bob's copy, nothing else.
+    let first = Message {
+        to: vec![addr("bob@web"), addr("carol@web")],
+        ..crate::kit::message("alice@web", "bob@web", "deploy now")
+    };
+    assert_eq!(
+        store.claim_key(&alice, "k-1", first.id).expect("claim"),
+        KeyClaim::Claimed
+    );
+    store.deliver(&addr("bob@web"), &first).expect("bob's copy");
+
+    let retry = m
+        .send(
+            &alice,
+            Draft {
+                idempotency_key: Some("k-1".into()),
+                ..draft(&["bob@web", "carol@web"], "deploy now")
+            },
+        )
+        .expect("retry");
+    assert!(retry.duplicate);
+    assert_eq!(retry.message.id, first.id, "the first id stands");
+    assert_eq!(retry.delivered_now, vec![addr("carol@web")]);
+    assert!(retry.notices.iter().any(|n| n.contains("carol@web")));
+    for to in ["bob@web", "carol@web"] {
+        assert_eq!(pending(store, to), vec![(first.id, State::Unread)], "{to}");
+    }
+    let again = m
+        .send(
+            &alice,
+            Draft {
+                idempotency_key: Some("k-1".into()),
+                ..draft(&["bob@web", "carol@web"], "deploy now")
+            },
+        )
+        .expect("retry again");
+    assert!(again.duplicate && again.delivered_now.is_empty());
+    assert_eq!(m.outbox(&alice, None).expect("outbox").len(), 1);
+}
+
+pub fn a_send_names_at_most_max_recipients(store: &dyn Store) {
+    let m = mailroom(store);
+    let names: Vec<String> = (0..=MAX_RECIPIENTS).map(|i| format!("r{i}@web")).collect();
+    let all: Vec<&str> = names.iter().map(String::as_str).collect();
+    let e = err(m.send(&addr("alice@web"), draft(&all, "too many")));
+    assert_eq!(e.kind(), ErrorKind::Invalid, "{e:?}");
+    assert!(
+        e.to_string().contains(&MAX_RECIPIENTS.to_string()),
+        "names the limit: {e}"
+    );
+    assert!(
+        m.projects().expect("projects").is_empty(),
+        "nothing created"
+    );
+
+    let msg = send(
+        &m,
+        "alice@web",
+        &all[..MAX_RECIPIENTS],
+        "as many as allowed",
+    );
+    assert_eq!(msg.to.len(), MAX_RECIPIENTS);
+    assert_eq!(pending(store, "r99@web"), vec![(msg.id, State::Unread)]);
+    assert!(pending(store, "r100@web").is_empty());
 }
 
 pub fn oversize_body_is_invalid_and_changes_nothing(store: &dyn Store) {

@@ -20,4 +20,6 @@ pub use error::{Error, ErrorKind, Result};
 pub use message::{Damaged, Kind, Listing, Message, MessageId, Priority, State, Stored};
 pub use name::Name;
 pub use ops::Mailroom;
-pub use store::{Finding, KeyClaim, Member, MemberStatus, OriginClaim, Policy, Project, Store};
+pub use store::{
+    Delivery, Finding, KeyClaim, Member, MemberStatus, OriginClaim, Policy, Project, Store,
+};

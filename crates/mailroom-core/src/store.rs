@@ -4,7 +4,9 @@
 //! The trait is synchronous on purpose: the file store is blocking by nature and sits on the
 //! hot path of every hook, where starting an async runtime would cost more than the work.
 //! Every method that changes state is atomic: after a crash, either all of its effect is there
-//! or none of it (the outbox trace excepted, which is best effort by design).
+//! or none of it (the outbox trace excepted, which is best effort by design). The one method
+//! that spans several mailboxes, [`Store::deliver_all`], is all-or-nothing when it returns; what
+//! a crash in its middle may leave, and how a call again finishes it, is written beside it.
 
 use jiff::Timestamp;
 
@@ -102,6 +104,17 @@ pub enum OriginClaim {
     Other(String),
 }
 
+/// What [`Store::deliver_all`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Delivery {
+    /// For each recipient, in the order given: whether this call put the copy there (`false`:
+    /// the mailbox already had a copy of this id, in whatever state).
+    pub new: Vec<bool>,
+    /// Why the sender's outbox trace could not be left, when it could not. The trace is best
+    /// effort: the copies stand without it.
+    pub trace_error: Option<String>,
+}
+
 /// Something to block on until a mailbox may have received mail: a file-system watch, a
 /// database `LISTEN`. Never a polling loop.
 pub trait Watch {
@@ -157,8 +170,32 @@ pub trait Store {
 
     /// Puts a copy of `message` in `recipient`'s mailbox as unread, durably: when this returns
     /// `Ok`, the copy survives a crash of the machine. Delivering the same id twice to the same
-    /// mailbox keeps one copy (the first) and returns `Ok(false)`.
+    /// mailbox keeps one copy (the first) and returns `Ok(false)`. For one copy that is not part
+    /// of a send to several (imports, corrections); a send uses [`Store::deliver_all`].
     fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool>;
+
+    /// Publishes `message` to every recipient as unread, with the sender's outbox trace, as one
+    /// step: a send to several recipients is one call of this, never a loop over
+    /// [`Store::deliver`].
+    ///
+    /// - `Ok`: every recipient has its copy, durably (it survives a crash of the machine); the
+    ///   trace is best effort, as for [`Store::record_sent`], and a failure to leave it is
+    ///   reported in [`Delivery::trace_error`], never as an error.
+    /// - `Err`: no recipient got a copy from this call and no trace was left by it. The one
+    ///   exception a store without transactions cannot close: a copy a reader took (moved out of
+    ///   unread) in the instant between its publication and the undo stays, with the trace, and
+    ///   the error names its mailbox.
+    /// - A recipient whose mailbox already holds a copy of this id, in any state, is left alone
+    ///   (`false` in [`Delivery::new`]). So calling this again with the same message finishes a
+    ///   call a crash interrupted, and delivers nothing twice: that is what a keyed retry does.
+    ///
+    /// A transactional store (PostgreSQL) commits the copies and the trace in one transaction:
+    /// a crash leaves all or nothing. The file store cannot: a crash (or power cut) while it
+    /// publishes may leave the trace and some of the copies; the sender's `outbox` then shows
+    /// the recipients without one, and a retry with the same idempotency key delivers exactly
+    /// the missing copies. Before publishing it has only written temporary files, which a crash
+    /// leaves as debris for `doctor --fix` and no reader ever lists.
+    fn deliver_all(&self, recipients: &[Address], message: &Message) -> Result<Delivery>;
 
     /// Leaves the sender's outbox trace of `message` (best effort: may be lost in a crash).
     fn record_sent(&self, message: &Message) -> Result<()>;

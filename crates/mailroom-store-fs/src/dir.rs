@@ -374,6 +374,16 @@ impl Dir {
         }
     }
 
+    /// Removes an entry and says whether it was there: `Ok(false)` when absent (someone moved
+    /// or removed it first).
+    pub fn remove_present(&self, name: &str) -> Result<bool, FsError> {
+        match rfs::unlinkat(&self.fd, name, AtFlags::empty()) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(FsError::io("remove", self.child_path(name), io_err(e))),
+        }
+    }
+
     /// Renames `name` here to `to_name` in `to`, replacing what is there. `Ok(false)` when
     /// `name` does not exist.
     pub fn rename(&self, name: &str, to: &Dir, to_name: &str) -> Result<bool, FsError> {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 use mailroom_core::message::ChannelRef;
-use mailroom_core::store::{KeyClaim, OriginClaim};
+use mailroom_core::store::{Delivery, KeyClaim, OriginClaim};
 use mailroom_core::{
     Address, Damaged, Listing, Member, Message, MessageId, Name, Policy, Project, Result, Scope,
     State, Store, Stored,
@@ -465,6 +465,58 @@ impl FsStore {
         dir.sync()
     }
 
+    /// A mailbox's directories for delivery (created when absent): its `tmp/` and `unread/`.
+    fn delivery_dirs(&self, recipient: &Address) -> Result<(Dir, Dir, Dir), FsError> {
+        let bx = self.box_dir(recipient, true)?.ok_or_else(|| {
+            FsError::io(
+                "create",
+                self.home.join(BOXES),
+                std::io::ErrorKind::NotFound.into(),
+            )
+        })?;
+        let tmp = bx.open_or_create(TMP)?;
+        let unread = bx.open_or_create(state_dir_name(State::Unread))?;
+        Ok((bx, tmp, unread))
+    }
+
+    /// Whether the mailbox `bx` holds the file `name` in any state.
+    fn holds(bx: &Dir, name: &str) -> Result<bool, FsError> {
+        for state in State::ALL {
+            if let Some(dir) = bx.open(state_dir_name(state))? {
+                if dir.exists(name)? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Leaves the sender's outbox trace of `message` unless there is one: a second name for
+    /// the prepared copy `source` when there is one (no second write), else a file of its own.
+    /// Returns the outbox when this call created the trace (so an undo can remove it).
+    fn leave_trace(
+        &self,
+        message: &Message,
+        text: &str,
+        source: Option<(&Dir, &str)>,
+    ) -> Result<Option<Dir>, FsError> {
+        let (bx, _, _) = self.delivery_dirs(&message.from)?;
+        let outbox = bx.open_or_create(OUTBOX)?;
+        let name = file_name(message.id);
+        if outbox.exists(&name)? {
+            return Ok(None);
+        }
+        let created = match source {
+            Some((tmp, temp)) => tmp.link_to(temp, &outbox, &name)?,
+            None => {
+                let tmp = bx.open_or_create(TMP)?;
+                let t = tmp.write_temp(text.as_bytes(), Durability::Lazy)?;
+                tmp.publish_new(&t, &outbox, &name)?
+            }
+        };
+        Ok(created.then_some(outbox))
+    }
+
     fn find_in(
         &self,
         mailbox: &Address,
@@ -663,6 +715,111 @@ impl Store for FsStore {
             *last = Some((text, unread));
         }
         Ok(created)
+    }
+
+    /// Three steps. Prepare: in each recipient's mailbox that does not hold the id yet, write the
+    /// copy under `tmp/` and `fdatasync` it (a failure removes the temp files written so far:
+    /// nothing was published). Trace: link the first prepared copy into the sender's `outbox/`
+    /// (best effort, not synced). Publish: `link` each copy into its `unread/`, then `fsync`
+    /// each `unread/`; a failure unlinks every copy this call published, and the trace, before
+    /// returning the error. A crash during publishing leaves the trace and the copies linked so
+    /// far (plus temp files, debris for `doctor --fix`); called again, this skips the mailboxes
+    /// that hold the id and finishes the rest.
+    fn deliver_all(&self, recipients: &[Address], message: &Message) -> Result<Delivery> {
+        let name = file_name(message.id);
+        let text = message_to_text(message);
+        // Each recipient's `tmp/` and `unread/`, with its prepared copy unless it had the id.
+        let mut prepared: Vec<(Dir, Dir, Option<String>)> = Vec::with_capacity(recipients.len());
+        let discard = |prepared: &[(Dir, Dir, Option<String>)]| {
+            for (tmp, _, temp) in prepared {
+                if let Some(t) = temp {
+                    let _ = tmp.remove(t);
+                }
+            }
+        };
+        for recipient in recipients {
+            let step = self.delivery_dirs(recipient).and_then(|(bx, tmp, unread)| {
+                let temp = if Self::holds(&bx, &name)? {
+                    None
+                } else {
+                    Some(tmp.write_temp(text.as_bytes(), Durability::Durable)?)
+                };
+                Ok((tmp, unread, temp))
+            });
+            match step {
+                Ok(p) => prepared.push(p),
+                Err(e) => {
+                    discard(&prepared);
+                    return Err(e.into());
+                }
+            }
+        }
+
+        let source = prepared
+            .iter()
+            .find_map(|(tmp, _, temp)| temp.as_deref().map(|t| (tmp, t)));
+        let (trace, trace_error) = match self.leave_trace(message, &text, source) {
+            Ok(outbox) => (outbox, None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+
+        let mut new = vec![false; prepared.len()];
+        let mut failure = None;
+        for (i, (tmp, unread, temp)) in prepared.iter_mut().enumerate() {
+            let Some(t) = temp.take() else { continue };
+            match tmp.link_to(&t, unread, &name) {
+                Ok(created) => new[i] = created,
+                Err(e) => failure = Some(e),
+            }
+            // A temp name left by a failed removal is debris `doctor --fix` clears.
+            let _ = tmp.remove(&t);
+            if failure.is_some() {
+                break;
+            }
+        }
+        if failure.is_none() {
+            failure = prepared
+                .iter()
+                .zip(&new)
+                .filter(|(_, new)| **new)
+                .find_map(|((_, unread, _), _)| unread.sync().err());
+        }
+        let Some(failure) = failure else {
+            return Ok(Delivery { new, trace_error });
+        };
+
+        // Undo: every copy this call published, then the trace. A copy no longer in `unread/`
+        // was taken by a reader in the meantime and stays (so does the trace, which shows the
+        // sender where): the error says where.
+        discard(&prepared);
+        let mut kept = Vec::new();
+        for ((_, unread, _), recipient) in prepared
+            .iter()
+            .zip(recipients)
+            .zip(&new)
+            .filter_map(|(p, new)| new.then_some(p))
+        {
+            match unread.remove_present(&name) {
+                Ok(true) => {
+                    let _ = unread.sync();
+                }
+                Ok(false) | Err(_) => kept.push(recipient.to_string()),
+            }
+        }
+        if kept.is_empty() {
+            if let Some(outbox) = trace {
+                let _ = outbox.remove(&name);
+            }
+            return Err(failure.into());
+        }
+        Err(mailroom_core::Error::store(
+            format!(
+                "message {} could not be sent, yet {} already had it (read at once, or it could not be withdrawn)",
+                message.id,
+                kept.join(", ")
+            ),
+            failure,
+        ))
     }
 
     fn record_sent(&self, message: &Message) -> Result<()> {

@@ -41,6 +41,13 @@ pub struct ImportReport {
 }
 
 /// The reader name a mailbox uses in seen sets.
+/// Whether a HOLD_REQUEST from `me` must also reach HUMAN: it waits for a human, and HUMAN is
+/// neither its sender nor among its recipients.
+pub(crate) fn forwards_to_human(me: &Address, message: &Message) -> bool {
+    let human = Address::human();
+    message.kind == Kind::HoldRequest && *me != human && !message.to.contains(&human)
+}
+
 fn reader(me: &Address) -> &Name {
     &me.handle
 }
@@ -114,6 +121,7 @@ impl Mailroom<'_> {
                     message,
                     notices,
                     duplicate: true,
+                    delivered_now: vec![],
                 });
             }
         }
@@ -131,6 +139,7 @@ impl Mailroom<'_> {
             message,
             notices,
             duplicate: false,
+            delivered_now: vec![],
         })
     }
 
@@ -147,7 +156,7 @@ impl Mailroom<'_> {
         notices: &mut Vec<String>,
     ) -> Result<()> {
         let human = Address::human();
-        if message.kind != Kind::HoldRequest || *me == human || message.to.contains(&human) {
+        if !forwards_to_human(me, message) {
             return Ok(());
         }
         if message.to.is_empty() {

@@ -27,7 +27,7 @@ pub use lifecycle::{
     CancelReport, EditOutcome, EditPatch, EditReport, Inbox, OutboxEntry, Read, Search, SearchHit,
     urgency_order,
 };
-pub use send::{Draft, Sent};
+pub use send::{Draft, MAX_RECIPIENTS, Sent};
 pub use wait::WaitFor;
 
 /// A source of the current time, so tests can pin it.

@@ -1,15 +1,24 @@
-//! Sending: resolve every recipient, deliver one durable copy to each, leave the outbox trace.
+//! Sending: resolve every recipient, then publish one durable copy to each and the outbox
+//! trace in one all-or-nothing store call ([`Store::deliver_all`]).
 
 use crate::address::{Address, AddressSpec};
 use crate::error::{Error, Result};
 use crate::message::{Kind, Message, MessageId, Priority};
 use crate::ops::Mailroom;
 use crate::ops::directory::Plan;
-use crate::store::KeyClaim;
+use crate::store::{KeyClaim, Store};
 use crate::text::{MAX_BODY_BYTES, MAX_SUBJECT_CHARS, clean_line, default_subject};
 
 /// Longest idempotency key accepted, in bytes.
 pub const MAX_KEY_BYTES: usize = 100;
+
+/// Most recipients one send may name (`--to`, counted as written, before any lookup). Each
+/// copy carries the whole recipient list (a recipient sees who else got it), so a send's work
+/// grows with the square of its recipients: 3,000 took minutes. At this cap the list costs
+/// no measurable CPU (a send to 100 spends its time in the 100 syncs of its copies) and at most
+/// 13 KiB of header per copy with the longest names. Reaching a whole project is what
+/// `--broadcast` is for.
+pub const MAX_RECIPIENTS: usize = 100;
 
 /// A message to send, as a front end received it.
 #[derive(Clone, Debug, Default)]
@@ -29,8 +38,11 @@ pub struct Sent {
     pub message: Message,
     /// Things the sender should know: mailboxes created, a trace that failed.
     pub notices: Vec<String>,
-    /// True when the idempotency key had been used: nothing new was delivered.
+    /// True when the idempotency key had been used: the first message stands.
     pub duplicate: bool,
+    /// On such a retry, the mailboxes the first send had not reached (it crashed or failed
+    /// mid-way), which got their copy now; empty when the first send had reached everyone.
+    pub delivered_now: Vec<Address>,
 }
 
 impl Mailroom<'_> {
@@ -54,6 +66,12 @@ impl Mailroom<'_> {
             return Err(Error::Invalid(
                 "no recipient: name one with --to (or use --broadcast or --channel)".into(),
             ));
+        }
+        if draft.to.len() > MAX_RECIPIENTS {
+            return Err(Error::Invalid(format!(
+                "{} recipients named; one send reaches at most {MAX_RECIPIENTS}: use --broadcast to reach the whole project, or split the list",
+                draft.to.len()
+            )));
         }
         let mut plans: Vec<Plan> = Vec::new();
         for raw in &draft.to {
@@ -106,24 +124,21 @@ impl Mailroom<'_> {
                 return self.redeliver(me, first, &message, notices);
             }
         }
-        for plan in &plans {
-            self.store.deliver(&plan.address, &message)?;
-        }
-        self.forward_hold_request(me, &message, &mut notices)?;
-        if let Err(e) = self.store.record_sent(&message) {
-            notices.push(format!(
-                "the outbox trace could not be written ({e}); the message was delivered"
-            ));
+        deliver_all(self.store, me, &message, &mut notices)?;
+        if super::channels::forwards_to_human(me, &message) {
+            notices.push("the hold request is also in the HUMAN mailbox".into());
         }
         Ok(Sent {
             message,
             notices,
             duplicate: false,
+            delivered_now: vec![],
         })
     }
 
-    /// A retried send: the first message stands; any recipient it never reached (the first
-    /// sender crashed mid-way) gets it now, under the first id.
+    /// A retried send (its key was claimed before): the first message stands. Publishing it
+    /// again finishes a first send that crashed or failed mid-way: the store skips every
+    /// mailbox that has the copy, so the retry delivers nothing twice and names who got it now.
     fn redeliver(
         &self,
         me: &Address,
@@ -132,35 +147,65 @@ impl Mailroom<'_> {
         mut notices: Vec<String>,
     ) -> Result<Sent> {
         let original = self.store.outbox(me)?.into_iter().find(|m| m.id == first);
-        let message = match original {
-            Some(m) => m,
-            None => {
-                let mut m = retry.clone();
-                m.id = first;
-                if m.reply_to.is_none() {
-                    m.thread = first;
-                }
-                m
+        let message = original.unwrap_or_else(|| {
+            // No trace (lost in a crash, or the first send failed and was undone): the retry's
+            // content, under the first id.
+            let mut m = retry.clone();
+            m.id = first;
+            if m.reply_to.is_none() {
+                m.thread = first;
             }
-        };
-        for to in &message.to {
-            if self.store.state_of(to, message.id)?.is_none() {
-                self.store.deliver(to, &message)?;
-            }
-        }
-        if self.store.outbox(me)?.iter().all(|m| m.id != message.id) {
-            let _ = self.store.record_sent(&message);
-        }
-        notices.push(format!(
-            "this idempotency key was used before; message {} stands and nothing new was delivered",
-            message.id
-        ));
+            m
+        });
+        let delivered_now = deliver_all(self.store, me, &message, &mut notices)?;
+        notices.push(if delivered_now.is_empty() {
+            format!(
+                "this idempotency key was used before; message {} stands and nothing new was delivered",
+                message.id
+            )
+        } else {
+            format!(
+                "this idempotency key was used before; message {} stands; it had not reached {}: delivered to them now",
+                message.id,
+                delivered_now
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        });
         Ok(Sent {
             message,
             notices,
             duplicate: true,
+            delivered_now,
         })
     }
+}
+
+/// Publishes `message` to its recipients (and to HUMAN, for a hold request HUMAN is not among)
+/// with its outbox trace, in one store call; returns the mailboxes that got a copy now.
+fn deliver_all(
+    store: &dyn Store,
+    me: &Address,
+    message: &Message,
+    notices: &mut Vec<String>,
+) -> Result<Vec<Address>> {
+    let mut copies = message.to.clone();
+    if super::channels::forwards_to_human(me, message) {
+        copies.push(Address::human());
+    }
+    let delivery = store.deliver_all(&copies, message)?;
+    if let Some(e) = delivery.trace_error {
+        notices.push(format!(
+            "the outbox trace could not be written ({e}); the message was delivered"
+        ));
+    }
+    Ok(copies
+        .into_iter()
+        .zip(delivery.new)
+        .filter_map(|(to, new)| new.then_some(to))
+        .collect())
 }
 
 /// Checks and normalises subject and body; returns them as they will be stored.

@@ -95,6 +95,10 @@ pub(crate) fn print_sent(ctx: &Ctx, sent: &Sent, verb: &str, closed: Option<bool
         if let Some(c) = closed {
             v["closed"] = json!(c);
         }
+        if sent.duplicate {
+            let now: Vec<String> = sent.delivered_now.iter().map(ToString::to_string).collect();
+            v["delivered_now"] = json!(now);
+        }
         output::print_json(&v);
         return Ok(());
     }
@@ -103,8 +107,14 @@ pub(crate) fn print_sent(ctx: &Ctx, sent: &Sent, verb: &str, closed: Option<bool
         sent.message.id,
         output::recipients(&sent.message)
     );
-    if sent.duplicate {
+    if sent.duplicate && sent.delivered_now.is_empty() {
         line.push_str(" (already sent with this key; nothing new delivered)");
+    } else if sent.duplicate {
+        let now: Vec<String> = sent.delivered_now.iter().map(ToString::to_string).collect();
+        line.push_str(&format!(
+            " (already sent with this key; delivered now to {}, which it had not reached)",
+            now.join(", ")
+        ));
     }
     if let (Some(true), Some(orig)) = (closed, sent.message.reply_to) {
         line.push_str(&format!("; closed {orig}"));

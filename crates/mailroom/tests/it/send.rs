@@ -90,6 +90,31 @@ fn send_with_a_used_idempotency_key_returns_the_first_id_and_delivers_once() {
 }
 
 #[test]
+fn send_to_more_than_a_hundred_recipients_is_refused_and_writes_nothing() {
+    // 3,000 --to once took minutes and hundreds of MB: every copy carries the whole list.
+    let home = Home::new();
+    home.send("alice", "bob", "before");
+    let before = home.tree();
+    let mut args: Vec<String> = vec!["send".into()];
+    for i in 0..101 {
+        args.extend(["--to".into(), format!("r{i}")]);
+    }
+    args.extend(["-m".into(), "to everyone".into()]);
+    let run = home.as_("alice", &args).fails(2);
+    assert_eq!(
+        run.stderr,
+        "error: 101 recipients named; one send reaches at most 100: use --broadcast to reach the whole project, or split the list\n"
+    );
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+
+    // The cap itself is accepted, and reaches everyone.
+    args.drain(1..3);
+    home.as_("alice", &args).ok();
+    assert_eq!(home.count("r100", "unread"), 1);
+    assert_eq!(home.count("r1", "unread"), 1);
+}
+
+#[test]
 fn send_reads_the_body_from_stdin_and_cuts_the_default_subject_at_72_characters() {
     let _s = settings().bind_to_scope();
     let home = Home::new();
