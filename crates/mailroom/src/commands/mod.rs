@@ -114,13 +114,13 @@ fn reads_only(command: &Command) -> Reads {
         | Command::Search { .. }
         | Command::Resolve { .. }
         | Command::Doctor { .. } => Reads::Listing,
-        Command::Channel { action } => match action {
-            ChannelAction::List
-            | ChannelAction::Read { .. }
-            | ChannelAction::Show { .. }
-            | ChannelAction::Export { .. } => Reads::Listing,
-            _ => Reads::No,
-        },
+        Command::Channel {
+            action:
+                ChannelAction::List
+                | ChannelAction::Read { .. }
+                | ChannelAction::Show { .. }
+                | ChannelAction::Export { .. },
+        } => Reads::Listing,
         _ => Reads::No,
     }
 }
