@@ -72,7 +72,7 @@ fn is_reordering(c: char) -> bool {
 /// Whether `c` is invisible yet changes what a reader sees or a program reads: bidi controls
 /// and marks, zero-width characters, invisible operators, and the tag characters (text that
 /// shows nothing but reaches a model).
-fn is_invisible(c: char) -> bool {
+pub fn is_invisible(c: char) -> bool {
     is_reordering(c)
         || matches!(
             c,

@@ -46,6 +46,7 @@ impl Doctor {
     fn walk(&mut self, dir: &Dir, at: &mut Vec<String>) -> Result<(), FsError> {
         let mut names = dir.list()?;
         names.sort();
+        self.same_name_in_two_cases(dir, at, &names);
         for name in names {
             let Some(e) = dir.entry(&name)? else {
                 continue;
@@ -101,6 +102,32 @@ impl Doctor {
             at.pop();
         }
         Ok(())
+    }
+
+    /// Names compare case-insensitively, so `Api` and `api` side by side (left by an older
+    /// mailroom, or written by hand) are one name in two places, and which one a command
+    /// reaches depends on the spelling it was given.
+    fn same_name_in_two_cases(&mut self, dir: &Dir, at: &[String], names: &[String]) {
+        let holds_names = matches!(
+            at.last().map(String::as_str),
+            Some("projects" | "boxes" | "roster" | "channels" | "seen")
+        );
+        if !holds_names {
+            return;
+        }
+        for (i, name) in names.iter().enumerate() {
+            let Some(first) = names[..i].iter().find(|n| n.eq_ignore_ascii_case(name)) else {
+                continue;
+            };
+            self.report(
+                dir.child_path(name).display().to_string(),
+                format!(
+                    "is the same name as '{first}' in another case; names compare case-insensitively, so mail for either may land in either"
+                ),
+                format!("merge its contents into '{first}' by hand, then remove it"),
+                false,
+            );
+        }
     }
 
     /// Reads a file for a check; one that cannot be read reads as absent and is reported,

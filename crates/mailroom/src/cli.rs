@@ -165,7 +165,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SendArgs {
-    /// A recipient: handle, handle@project or HUMAN (repeat for several).
+    /// A recipient: handle, handle@project or HUMAN (repeat for several, at most 100).
     #[arg(long, value_name = "ADDR", required_unless_present_any = ["broadcast", "channel"], conflicts_with_all = ["broadcast", "channel"])]
     pub to: Vec<String>,
     /// Send to every member of the project (its channel `all`).

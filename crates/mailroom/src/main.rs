@@ -51,12 +51,13 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// Errors quote user input; a newline or an escape sequence in it must not split the one-line
-/// error or reach the terminal raw.
+/// Errors quote user input; a newline, a Unicode line break, an escape sequence or a bidi
+/// override in it must not split the one-line error, reach the terminal raw or reorder it.
 fn escape_controls(s: &str) -> String {
+    use mailroom_core::text::{is_invisible, is_line_break};
     s.chars()
         .flat_map(|c| {
-            if c.is_control() {
+            if c.is_control() || is_line_break(c) || is_invisible(c) {
                 c.escape_default().collect::<Vec<_>>()
             } else {
                 vec![c]

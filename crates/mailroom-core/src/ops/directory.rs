@@ -220,7 +220,7 @@ impl Mailroom<'_> {
             return Ok(());
         }
         Err(Error::Refused(format!(
-            "only project '{project}''s active members and HUMAN may change its roster or policy, and you are {actor}; ask one of them (`mailroom roster list --project {project}`), or the operator with --as HUMAN"
+            "only the active members of project '{project}' and HUMAN may change its roster or policy, and you are {actor}; ask one of them (`mailroom roster list --project {project}`) or the operator"
         )))
     }
 

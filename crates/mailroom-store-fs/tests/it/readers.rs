@@ -378,3 +378,31 @@ fn doctor_finds_nothing_in_a_home_mailroom_wrote() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn doctor_reports_one_name_in_two_cases() {
+    let home = Home::new();
+    let store = FsStore::new(&home.path);
+    let m = Mailroom::new(&store);
+    m.send(
+        &addr("bob@web"),
+        Draft {
+            to: vec!["api@web".into()],
+            body: "hello".into(),
+            ..Draft::default()
+        },
+    )
+    .expect("send");
+    // An older mailroom compared names by case: it could leave `API` beside `api`.
+    let boxes = home.path.join("projects/web/boxes");
+    std::fs::create_dir(boxes.join("API")).expect("plant a second spelling");
+    std::fs::set_permissions(boxes.join("API"), std::fs::Permissions::from_mode(0o700))
+        .expect("chmod");
+    let found = described(&home.path, &findings(&home.path));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(
+        found[0].contains("projects/web/boxes/api")
+            && found[0].contains("is the same name as 'API' in another case"),
+        "{found:#?}"
+    );
+}

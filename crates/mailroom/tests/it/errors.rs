@@ -418,6 +418,44 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
             2,
         ),
         (
+            "send into a roster project from outside it",
+            &[
+                "--as",
+                "sam@web",
+                "send",
+                "--to",
+                "frontend@shop",
+                "-m",
+                "x",
+            ],
+            4,
+        ),
+        (
+            "roster add by a non-member of a roster project",
+            &[
+                "--as",
+                "sam@web",
+                "--project",
+                "shop",
+                "roster",
+                "add",
+                "sam",
+            ],
+            4,
+        ),
+        (
+            "projects set by a non-member",
+            &[
+                "--as", "sam@web", "projects", "set", "shop", "--policy", "open",
+            ],
+            4,
+        ),
+        (
+            "a typo of an existing mailbox",
+            &["--as", "alice", "send", "--to", "bbo", "-m", "x"],
+            3,
+        ),
+        (
             "projects add with another policy",
             &["projects", "add", "shop", "--policy", "open"],
             4,
