@@ -37,6 +37,8 @@ impl Env {
 /// Everything a command needs.
 pub struct Ctx {
     pub store: FsStore,
+    /// `--home` as given, for hints that must name it.
+    home_flag: Option<PathBuf>,
     pub inputs: Inputs,
     pub json: bool,
     /// Lazily resolved identity (commands that need none never pay for it).
@@ -74,6 +76,7 @@ impl Ctx {
             .into());
         }
         Ok(Ctx {
+            home_flag: cli.home.is_some().then(|| home.clone()),
             store: FsStore::new(home),
             inputs: Inputs {
                 flag_as: cli.as_.clone(),
@@ -121,6 +124,15 @@ impl Ctx {
             );
         }
         Ok(())
+    }
+
+    /// The command line's words for hints, naming what the reader's context does not imply.
+    pub fn words(&mut self) -> Result<crate::words::CliWords> {
+        let identity = self.identity()?;
+        Ok(crate::words::CliWords::new(
+            identity.as_ref(),
+            self.home_flag.as_deref(),
+        ))
     }
 
     /// The identity, or the error that says how to get one.

@@ -4,6 +4,7 @@ mod cli;
 mod commands;
 mod context;
 mod output;
+mod words;
 
 use std::process::ExitCode;
 

@@ -14,7 +14,7 @@ use crate::address::Address;
 use crate::error::Result;
 use crate::message::{MessageId, State, Stored};
 use crate::ops::Mailroom;
-use crate::render::{self, Budget, Frame};
+use crate::render::{self, Budget, Frame, Vocabulary};
 
 /// The moments a harness calls the hook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,11 +108,12 @@ impl Mailroom<'_> {
         event: HookEvent,
         stop_hook_active: bool,
         budget: usize,
+        words: &dyn Vocabulary,
     ) -> Result<HookAnswer> {
         match event {
             HookEvent::SessionStart => {
                 let token = self.store.change_token(me)?;
-                self.inject(me, &token, None, budget)
+                self.inject(me, &token, None, budget, words)
             }
             HookEvent::UserPromptSubmit | HookEvent::PostToolUse => {
                 let mark = self.store.last_injected(me)?.map(|m| Mark::parse(&m));
@@ -124,7 +125,7 @@ impl Mailroom<'_> {
                     return Ok(HookAnswer::default());
                 }
                 let left_out = mark.map(|m| m.left_out).unwrap_or_default();
-                self.inject(me, &token, Some(&left_out), budget)
+                self.inject(me, &token, Some(&left_out), budget, words)
             }
             HookEvent::Stop => {
                 if stop_hook_active {
@@ -145,8 +146,11 @@ impl Mailroom<'_> {
                     context: None,
                     block_stop: (pending > 0).then(|| {
                         format!(
-                            "{pending} directed message{} still pending for {me}. Before you stop, handle each: reply (`mailroom reply ID --message ...`), mark it done (`mailroom done ID`), or tell the operator why it stays pending. `mailroom inbox` lists them.",
-                            if pending == 1 { " is" } else { "s are" }
+                            "{pending} directed message{} still pending for {me}. Before you stop, handle each: reply (`{}`), mark it done (`{}`), or tell the operator why it stays pending. `{}` lists them.",
+                            if pending == 1 { " is" } else { "s are" },
+                            words.reply("ID"),
+                            words.done("ID"),
+                            words.inbox(),
                         )
                     }),
                 })
@@ -162,9 +166,10 @@ impl Mailroom<'_> {
         token: &str,
         earlier: Option<&HashSet<MessageId>>,
         budget: usize,
+        words: &dyn Vocabulary,
     ) -> Result<HookAnswer> {
         let mut older = Vec::new();
-        let mut fitting = Budget::new(budget.saturating_sub(FRAME_RESERVE), true);
+        let mut fitting = Budget::new(budget.saturating_sub(FRAME_RESERVE), words, true);
         let taken = self.take(
             me,
             |s: &Stored| match earlier {
@@ -199,8 +204,9 @@ impl Mailroom<'_> {
             },
             place: "",
             more: taken.more,
-            more_command: "mailroom inbox",
+            more_command: &words.inbox(),
             hints: true,
+            words,
         };
         Ok(HookAnswer {
             context: Some(render::budgeted_injection(

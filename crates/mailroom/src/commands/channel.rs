@@ -75,13 +75,15 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
             } else if read.messages.is_empty() && read.damaged.is_empty() {
                 crate::outln!("Nothing new in #{} for {me}.", read.channel);
             } else {
+                let words = ctx.words()?;
                 let frame = Frame {
                     recipient: &me,
                     noun: "new message",
                     place: &format!(" in #{}", read.channel),
                     more: read.more,
-                    more_command: &format!("mailroom channel read {name}"),
+                    more_command: &words.command(&format!("channel read {name}")),
                     hints: false,
+                    words: &words,
                 };
                 output::render(|w| {
                     render::write_injection(w, &frame, &read.messages, &read.damaged)
@@ -100,6 +102,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
             } else if listing.messages.is_empty() && listing.damaged.is_empty() {
                 crate::outln!("#{channel} has no entries.");
             } else {
+                let words = ctx.words()?;
                 let frame = Frame {
                     recipient: &me,
                     noun: "message",
@@ -107,6 +110,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                     more: 0,
                     more_command: "",
                     hints: false,
+                    words: &words,
                 };
                 output::render(|w| {
                     render::write_injection(w, &frame, &listing.messages, &listing.damaged)

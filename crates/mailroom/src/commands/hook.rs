@@ -70,9 +70,10 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
     let Some(identity) = ctx.identity()? else {
         return Ok(None);
     };
+    let words = ctx.words()?;
     let answer = ctx
         .mailroom()
-        .hook(&identity.address, event, stop_hook_active, BUDGET)?;
+        .hook(&identity.address, event, stop_hook_active, BUDGET, &words)?;
     if let Some(reason) = answer.block_stop {
         return Ok(Some(json!({"decision": "block", "reason": reason})));
     }

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use mailroom_core::ops::{EditOutcome, EditPatch};
-use mailroom_core::render::{self, Frame};
+use mailroom_core::render::{self, Frame, Vocabulary as _};
 use serde_json::json;
 
 use crate::cli::EditArgs;
@@ -37,13 +37,15 @@ pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
         crate::outln!("No pending mail for {me}.");
         return Ok(());
     }
+    let words = ctx.words()?;
     let frame = Frame {
         recipient: &me,
         noun: "pending message",
         place: "",
         more: inbox.more,
-        more_command: "mailroom inbox",
+        more_command: &words.inbox(),
         hints: true,
+        words: &words,
     };
     output::render(|w| render::write_injection(w, &frame, &inbox.messages, &inbox.damaged));
     Ok(())
@@ -60,6 +62,7 @@ pub fn read(ctx: &mut Ctx, id: &str, archive: bool) -> Result<()> {
         }));
         return Ok(());
     }
+    let words = ctx.words()?;
     let frame = Frame {
         recipient: &me,
         noun: "message",
@@ -67,6 +70,7 @@ pub fn read(ctx: &mut Ctx, id: &str, archive: bool) -> Result<()> {
         more: 0,
         more_command: "",
         hints: !read.archived,
+        words: &words,
     };
     output::render(|w| render::write_injection(w, &frame, std::slice::from_ref(&read.stored), &[]));
     if read.archived {
@@ -311,6 +315,7 @@ pub fn search(ctx: &mut Ctx, query: &str) -> Result<()> {
         return Ok(());
     }
     let stored: Vec<_> = found.hits.into_iter().map(|h| h.stored).collect();
+    let words = ctx.words()?;
     let frame = Frame {
         recipient: &me,
         noun: "search result",
@@ -318,6 +323,7 @@ pub fn search(ctx: &mut Ctx, query: &str) -> Result<()> {
         more: 0,
         more_command: "",
         hints: false,
+        words: &words,
     };
     output::render(|w| render::write_injection(w, &frame, &stored, &found.damaged));
     Ok(())

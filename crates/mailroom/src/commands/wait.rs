@@ -38,6 +38,7 @@ pub fn wait(
         });
         return Ok(());
     }
+    let words = ctx.words()?;
     let frame = Frame {
         recipient: &me,
         noun: "new message",
@@ -45,6 +46,7 @@ pub fn wait(
         more: 0,
         more_command: "",
         hints: true,
+        words: &words,
     };
     output::render(|w| render::write_injection(w, &frame, &found, &[]));
     Ok(())

@@ -88,7 +88,7 @@ fn stop_reminds_once_while_directed_mail_is_pending() {
     assert_eq!(v["decision"], "block");
     assert_eq!(
         v["reason"],
-        "1 directed message is still pending for web@default. Before you stop, handle each: reply (`mailroom reply ID --message ...`), mark it done (`mailroom done ID`), or tell the operator why it stays pending. `mailroom inbox` lists them."
+        "1 directed message is still pending for web@default. Before you stop, handle each: reply (`mailroom reply ID --message \"...\"`), mark it done (`mailroom done ID`), or tell the operator why it stays pending. `mailroom inbox` lists them."
     );
     let second = hook(&home, "Stop", json!({"cwd": cwd, "stop_hook_active": true}));
     assert_eq!(

@@ -76,6 +76,8 @@ fn control_sequences_and_unicode_line_breaks_reach_no_reader_raw() {
         ours.as_str(),
         "--- message ",
         "-> reply: mailroom reply ",
+        // Read with --as, the hints name it, so a copied command acts as the same reader.
+        "-> reply: mailroom --as web@default reply ",
     ];
     let inbox = home.as_("web", ["inbox"]).stdout();
     assert_safe("inbox", &inbox, &framing);
