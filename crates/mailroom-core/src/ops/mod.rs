@@ -4,31 +4,32 @@
 //! Every operation validates all of its input before its first write, so bad input changes
 //! nothing.
 
+mod archive;
 mod channels;
 mod directory;
 mod import;
 mod inject;
 mod lifecycle;
+mod lookup;
+mod revise;
 mod send;
 mod wait;
 
 use jiff::Timestamp;
 
-use crate::address::Address;
-use crate::error::{Error, Result};
-use crate::message::Stored;
 use crate::store::Store;
 
+pub use archive::{Search, SearchHit};
 pub use channels::{ChannelRead, ChannelSummary, ImportReport};
 pub use directory::{Candidate, MemberContext, Resolution};
 pub use import::Foreign;
 pub use inject::{HookAnswer, HookEvent};
-pub use lifecycle::{
-    CancelReport, EditOutcome, EditPatch, EditReport, Inbox, OutboxEntry, Read, Search, SearchHit,
-    urgency_order,
-};
+pub use lifecycle::{Inbox, Read, urgency_order};
+pub use revise::{CancelReport, EditOutcome, EditPatch, EditReport, OutboxEntry};
 pub use send::{Draft, MAX_RECIPIENTS, Sent};
 pub use wait::WaitFor;
+
+use lookup::check_prefix;
 
 /// A source of the current time, so tests can pin it.
 pub type Clock = fn() -> Timestamp;
@@ -72,33 +73,4 @@ impl<'s> Mailroom<'s> {
     fn now(&self) -> Timestamp {
         (self.clock)()
     }
-
-    /// The one copy in `mailbox` whose id starts with `prefix`.
-    fn find_one(&self, mailbox: &Address, prefix: &str, hint: &'static str) -> Result<Stored> {
-        let prefix = check_prefix(prefix)?;
-        let mut found = self.store.find(mailbox, &prefix)?;
-        match found.len() {
-            0 => Err(Error::MessageNotFound {
-                prefix,
-                mailbox: mailbox.clone(),
-                hint,
-            }),
-            1 => Ok(found.remove(0)),
-            _ => Err(Error::AmbiguousId {
-                prefix,
-                candidates: found.iter().map(|s| s.message.id.to_string()).collect(),
-            }),
-        }
-    }
-}
-
-/// Ids are Crockford base32; a prefix with anything else can match nothing and is a typo.
-fn check_prefix(prefix: &str) -> Result<String> {
-    let p = prefix.trim().to_ascii_uppercase();
-    if p.is_empty() || p.len() > 26 || !p.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(Error::Invalid(format!(
-            "'{prefix}' is not a message id; ids are 26 letters and digits, and any unique prefix of one will do"
-        )));
-    }
-    Ok(p)
 }
