@@ -17,6 +17,7 @@ mod wait;
 
 use jiff::Timestamp;
 
+use crate::message::MessageId;
 use crate::store::Store;
 
 pub use archive::{Search, SearchHit};
@@ -31,12 +32,17 @@ pub use wait::WaitFor;
 
 use lookup::check_prefix;
 
-/// A source of the current time, so tests can pin it.
+/// A source of the current time, so tests can pin it. Message ids and dates both come from it.
 pub type Clock = fn() -> Timestamp;
 
-/// Whole seconds: what mailroom records, so dates read the same in every rendering.
+/// The system's time.
 pub fn system_clock() -> Timestamp {
-    Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH)
+    Timestamp::now()
+}
+
+/// Whole seconds: what mailroom records, so dates read the same in every rendering.
+fn whole_seconds(at: Timestamp) -> Timestamp {
+    Timestamp::from_second(at.as_second()).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 /// The operations over one store.
@@ -70,7 +76,16 @@ impl<'s> Mailroom<'s> {
         self.store
     }
 
+    /// The clock's time in whole seconds.
     fn now(&self) -> Timestamp {
-        (self.clock)()
+        whole_seconds((self.clock)())
+    }
+
+    /// A new message's id and date from one reading of the clock: the id carries the instant to
+    /// the millisecond (so ids made in one second still sort in the order they were made), the
+    /// date the same instant to the second.
+    fn stamp(&self) -> (MessageId, Timestamp) {
+        let at = (self.clock)();
+        (MessageId::generate_at(at), whole_seconds(at))
     }
 }

@@ -2,8 +2,6 @@
 //! read, cancel while unread, and the outbox that shows which it will be. Invariant: only the
 //! sender revises, and a read copy is never changed under its reader.
 
-use jiff::Timestamp;
-
 use crate::address::Address;
 use crate::error::{Error, Result};
 use crate::message::{Kind, Message, MessageId, Priority, State};
@@ -85,7 +83,7 @@ impl Mailroom<'_> {
             match self.store.state_of(to, old.id)? {
                 Some(State::Cancelled) => outcomes.push((to.clone(), EditOutcome::Cancelled)),
                 _ => {
-                    let id = self.correction(me, to, &old, &new, now)?;
+                    let id = self.correction(me, to, &old, &new)?;
                     outcomes.push((to.clone(), EditOutcome::Corrected(id)));
                 }
             }
@@ -106,7 +104,6 @@ impl Mailroom<'_> {
         to: &Address,
         old: &Message,
         new: &Message,
-        now: Timestamp,
     ) -> Result<MessageId> {
         let mut changes = Vec::new();
         if new.subject != old.subject {
@@ -126,7 +123,7 @@ impl Mailroom<'_> {
             body.push_str("\nThe corrected text:\n\n");
             body.push_str(&new.body);
         }
-        let id = MessageId::generate();
+        let (id, date) = self.stamp();
         let message = Message {
             id,
             from: me.clone(),
@@ -135,7 +132,7 @@ impl Mailroom<'_> {
             body,
             kind: Kind::Correction,
             priority: new.priority,
-            date: now,
+            date,
             reply_to: Some(old.id),
             thread: old.thread,
             revision: 1,
