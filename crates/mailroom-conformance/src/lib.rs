@@ -113,6 +113,7 @@ macro_rules! __cases {
             sending::body_of_exactly_the_limit_is_accepted,
             sending::invalid_drafts_are_refused_before_any_write,
             sending::subject_kind_and_priority_are_kept_on_one_line,
+            sending::ids_and_dates_come_from_the_same_clock,
             archive::recover_lists_archived_mail_most_recent_first,
             archive::recover_orders_by_archive_time_not_by_id,
             archive::restore_puts_archived_mail_back_to_pending_as_read,

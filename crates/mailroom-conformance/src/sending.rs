@@ -238,3 +238,64 @@ pub fn subject_kind_and_priority_are_kept_on_one_line(store: &dyn Store) {
     assert_eq!(copy.message.kind, Kind::Question);
     assert_eq!(copy.message.priority, Priority::High);
 }
+
+/// A pinned clock pins ids too: every new message's id carries the clock's instant, and its
+/// date is that instant to the second; sends, replies, corrections, broadcasts and handovers.
+pub fn ids_and_dates_come_from_the_same_clock(store: &dyn Store) {
+    fn clock() -> jiff::Timestamp {
+        "2026-03-13T14:22:00.250Z".parse().expect("RFC 3339")
+    }
+    let m = mailroom_core::Mailroom::with_clock(store, clock);
+    let whole: jiff::Timestamp = "2026-03-13T14:22:00Z".parse().expect("RFC 3339");
+    let agree = |what: &str, msg: &Message| {
+        assert_eq!(
+            msg.id.timestamp(),
+            clock(),
+            "{what}: the id carries the clock's instant"
+        );
+        assert_eq!(
+            msg.date, whole,
+            "{what}: the date is that instant to the second"
+        );
+    };
+    let sent = send(&m, "alice@web", &["bob@web"], "first");
+    agree("send", &sent);
+    m.inbox(&addr("bob@web"), None).expect("bob reads");
+    let (reply, _) = m
+        .reply(
+            &addr("bob@web"),
+            &sent.id.to_string(),
+            draft(&[], "ok"),
+            true,
+        )
+        .expect("reply");
+    agree("reply", &reply.message);
+    let edit = m
+        .edit(
+            &addr("alice@web"),
+            &sent.id.to_string(),
+            mailroom_core::ops::EditPatch {
+                body: Some("second".into()),
+                ..Default::default()
+            },
+        )
+        .expect("edit");
+    let correction = match edit.outcomes.as_slice() {
+        [(_, mailroom_core::ops::EditOutcome::Corrected(id))] => *id,
+        other => panic!("a read copy gets a correction, got {other:?}"),
+    };
+    let stored = store
+        .get(&addr("bob@web"), correction)
+        .expect("get")
+        .expect("the correction was delivered");
+    agree("correction", &stored.message);
+    let project = addr("alice@web").project().cloned().expect("a project");
+    let posted = m
+        .broadcast(&addr("alice@web"), &project, draft(&[], "news"))
+        .expect("broadcast");
+    agree("broadcast", &posted.message);
+    let note = m
+        .handover(&addr("alice@web"), "notes".into(), None, Priority::Medium)
+        .expect("handover");
+    agree("handover", &note.message);
+}

@@ -16,27 +16,28 @@ use crate::name::Name;
 pub struct MessageId(ulid::Ulid);
 
 impl MessageId {
-    /// A new id: the current time in milliseconds and 80 random bits. Ids made by one
-    /// process are strictly increasing even within one millisecond, so they sort in the order
-    /// they were made.
+    /// A new id for a message made at `at`: its millisecond, then a 32-bit sequence number and 48
+    /// random bits. Ids one process makes at the same millisecond are strictly increasing (the
+    /// sequence orders them, whichever thread or clock made them), so ids sort in the order
+    /// they were made as long as the clock does not go back; the random bits and the sequence's
+    /// random start keep ids of different processes and machines apart.
+    pub fn generate_at(at: Timestamp) -> MessageId {
+        use std::sync::OnceLock;
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static SEQUENCE: OnceLock<AtomicU32> = OnceLock::new();
+        // A random start in the lower half: more than two billion ids before it could wrap.
+        let sequence = SEQUENCE
+            .get_or_init(|| AtomicU32::new((rand_bits() as u32) >> 1))
+            .fetch_add(1, Ordering::Relaxed);
+        let ms = u64::try_from(at.as_millisecond()).unwrap_or(0);
+        let random = (u128::from(sequence) << 48) | (rand_bits() & ((1u128 << 48) - 1));
+        MessageId(ulid::Ulid::from_parts(ms, random))
+    }
+
+    /// A new id at the system's current time. Operations use [`MessageId::generate_at`] with
+    /// their clock instead, so a message's id and date agree.
     pub fn generate() -> MessageId {
-        use std::sync::Mutex;
-        static LAST: Mutex<u128> = Mutex::new(0);
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        let candidate = ulid::Ulid::from_parts(ms, rand_bits()).0;
-        // A poisoned lock only means another thread panicked mid-update; the value is a
-        // plain integer and still usable.
-        let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
-        let next = if candidate > *last {
-            candidate
-        } else {
-            last.wrapping_add(1)
-        };
-        *last = next;
-        MessageId(ulid::Ulid(next))
+        MessageId::generate_at(Timestamp::now())
     }
 
     /// An id derived from content, for imports: the same input gives the same id on every
@@ -57,7 +58,7 @@ impl MessageId {
     }
 }
 
-/// 80 random bits for a ULID, without a random-number crate: the standard library's hasher is
+/// 80 random bits, without a random-number crate: the standard library's hasher is
 /// seeded randomly per process, and mixing in a counter and the clock makes two calls in one
 /// process differ too.
 fn rand_bits() -> u128 {
@@ -349,6 +350,30 @@ mod tests {
             "the id carries the current time"
         );
         assert_eq!(MessageId::parse(&a.to_string().to_lowercase()), Some(a));
+    }
+
+    #[test]
+    fn ids_made_at_one_instant_carry_it_and_still_increase() {
+        let at: Timestamp = "2026-03-13T14:22:00.250Z".parse().unwrap();
+        let ids: Vec<MessageId> = (0..1000).map(|_| MessageId::generate_at(at)).collect();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "strictly increasing");
+        assert!(
+            ids.iter().all(|id| id.timestamp() == at),
+            "each carries `at`"
+        );
+        assert_eq!(ids[0].to_string().len(), 26, "a ULID");
+    }
+
+    #[test]
+    fn ids_of_a_pinned_clock_stay_ordered_among_ids_of_a_later_one() {
+        // Threads pinned to different clocks share one process: each one's ids still increase.
+        let pinned: Timestamp = "2026-03-13T14:22:00Z".parse().unwrap();
+        let mut mine = Vec::new();
+        for _ in 0..100 {
+            mine.push(MessageId::generate_at(pinned));
+            MessageId::generate();
+        }
+        assert!(mine.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

@@ -81,8 +81,7 @@ impl Mailroom<'_> {
                 Some(self.plan_project(project)?)
             }
         };
-        let now = self.now();
-        let id = MessageId::generate();
+        let (id, now) = self.stamp();
         let message = Message {
             id,
             from: me.clone(),

@@ -4,38 +4,45 @@
 //! Every operation validates all of its input before its first write, so bad input changes
 //! nothing.
 
+mod archive;
 mod channels;
 mod directory;
 mod import;
 mod inject;
 mod lifecycle;
+mod lookup;
+mod revise;
 mod send;
 mod wait;
 
 use jiff::Timestamp;
 
-use crate::address::Address;
-use crate::error::{Error, Result};
-use crate::message::Stored;
+use crate::message::MessageId;
 use crate::store::Store;
 
+pub use archive::{Search, SearchHit};
 pub use channels::{ChannelRead, ChannelSummary, ImportReport};
 pub use directory::{Candidate, MemberContext, Resolution};
 pub use import::Foreign;
 pub use inject::{HookAnswer, HookEvent};
-pub use lifecycle::{
-    CancelReport, EditOutcome, EditPatch, EditReport, Inbox, OutboxEntry, Read, Search, SearchHit,
-    urgency_order,
-};
+pub use lifecycle::{Inbox, Read, urgency_order};
+pub use revise::{CancelReport, EditOutcome, EditPatch, EditReport, OutboxEntry};
 pub use send::{Draft, MAX_RECIPIENTS, Sent};
 pub use wait::WaitFor;
 
-/// A source of the current time, so tests can pin it.
+use lookup::check_prefix;
+
+/// A source of the current time, so tests can pin it. Message ids and dates both come from it.
 pub type Clock = fn() -> Timestamp;
 
-/// Whole seconds: what mailroom records, so dates read the same in every rendering.
+/// The system's time.
 pub fn system_clock() -> Timestamp {
-    Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH)
+    Timestamp::now()
+}
+
+/// Whole seconds: what mailroom records, so dates read the same in every rendering.
+fn whole_seconds(at: Timestamp) -> Timestamp {
+    Timestamp::from_second(at.as_second()).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 /// The operations over one store.
@@ -69,36 +76,16 @@ impl<'s> Mailroom<'s> {
         self.store
     }
 
+    /// The clock's time in whole seconds.
     fn now(&self) -> Timestamp {
-        (self.clock)()
+        whole_seconds((self.clock)())
     }
 
-    /// The one copy in `mailbox` whose id starts with `prefix`.
-    fn find_one(&self, mailbox: &Address, prefix: &str, hint: &'static str) -> Result<Stored> {
-        let prefix = check_prefix(prefix)?;
-        let mut found = self.store.find(mailbox, &prefix)?;
-        match found.len() {
-            0 => Err(Error::MessageNotFound {
-                prefix,
-                mailbox: mailbox.clone(),
-                hint,
-            }),
-            1 => Ok(found.remove(0)),
-            _ => Err(Error::AmbiguousId {
-                prefix,
-                candidates: found.iter().map(|s| s.message.id.to_string()).collect(),
-            }),
-        }
+    /// A new message's id and date from one reading of the clock: the id carries the instant to
+    /// the millisecond (so ids made in one second still sort in the order they were made), the
+    /// date the same instant to the second.
+    fn stamp(&self) -> (MessageId, Timestamp) {
+        let at = (self.clock)();
+        (MessageId::generate_at(at), whole_seconds(at))
     }
-}
-
-/// Ids are Crockford base32; a prefix with anything else can match nothing and is a typo.
-fn check_prefix(prefix: &str) -> Result<String> {
-    let p = prefix.trim().to_ascii_uppercase();
-    if p.is_empty() || p.len() > 26 || !p.chars().all(|c| c.is_ascii_alphanumeric()) {
-        return Err(Error::Invalid(format!(
-            "'{prefix}' is not a message id; ids are 26 letters and digits, and any unique prefix of one will do"
-        )));
-    }
-    Ok(p)
 }

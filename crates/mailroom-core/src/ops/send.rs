@@ -91,8 +91,7 @@ impl Mailroom<'_> {
             }
         }
 
-        let now = self.now();
-        let id = MessageId::generate();
+        let (id, now) = self.stamp();
         let (reply_to, thread) = match reply_to {
             Some(orig) => (Some(orig.id), orig.thread),
             None => (None, id),

@@ -1,0 +1,136 @@
+//! What is kept after it is done: recover, restore, handover notes, and search over the archive,
+//! the channels and the outbox. Invariant: nothing is ever deleted; the archive is read only here
+//! and by id lookups that miss the pending states.
+
+use jiff::Timestamp;
+
+use crate::address::Address;
+use crate::error::{Error, Result};
+use crate::message::{Damaged, Kind, Listing, Message, Priority, State, Stored};
+use crate::ops::Mailroom;
+use crate::ops::send::{Draft, Sent};
+
+impl Mailroom<'_> {
+    /// Recently archived messages, most recent first, with when each was archived.
+    pub fn recover(&self, me: &Address, limit: usize) -> Result<Vec<(Stored, Timestamp)>> {
+        self.store.recently_archived(me, limit)
+    }
+
+    /// Puts an archived message back to pending (read), so it is delivered again.
+    pub fn restore(&self, me: &Address, prefix: &str) -> Result<Stored> {
+        let found = self.find_one(me, prefix, "recover")?;
+        if found.state != State::Done {
+            return Err(Error::WrongState {
+                id: found.message.id,
+                state: found.state,
+                expected: "done",
+                hint: "only archived mail can be restored",
+            });
+        }
+        self.store
+            .transition(me, &[(found.message.id, State::Done)], State::Read)?;
+        self.store
+            .get(me, found.message.id)?
+            .ok_or_else(|| Error::MessageNotFound {
+                prefix: prefix.to_owned(),
+                mailbox: me.clone(),
+                hint: "recover",
+            })
+    }
+
+    /// A note to one's own next session.
+    pub fn handover(
+        &self,
+        me: &Address,
+        body: String,
+        subject: Option<String>,
+        priority: Priority,
+    ) -> Result<Sent> {
+        let subject = subject.or_else(|| {
+            let first = crate::text::default_subject(&body);
+            Some(format!("Handover: {first}"))
+        });
+        self.send(
+            me,
+            Draft {
+                to: vec![me.to_string()],
+                subject,
+                body,
+                kind: Kind::Handover,
+                priority,
+                ..Draft::default()
+            },
+        )
+    }
+
+    /// Messages in the mailbox (every state) and in the outbox whose subject or body contains
+    /// `query`, case-insensitively, oldest first.
+    pub fn search(&self, me: &Address, query: &str) -> Result<Search> {
+        let q = query.trim().to_lowercase();
+        if q.is_empty() {
+            return Err(Error::Invalid("the search query is empty".into()));
+        }
+        let matches = |m: &Message| {
+            m.subject.to_lowercase().contains(&q) || m.body.to_lowercase().contains(&q)
+        };
+        let Listing { messages, damaged } = self.store.everything(me)?;
+        let mut hits: Vec<SearchHit> = messages
+            .into_iter()
+            .filter(|s| matches(&s.message))
+            .map(|stored| SearchHit {
+                stored,
+                sent: false,
+            })
+            .collect();
+        if let Some(project) = me.project() {
+            for name in self.store.channels(project)? {
+                let channel = crate::message::ChannelRef {
+                    project: project.clone(),
+                    name,
+                };
+                for stored in self.store.entries(&channel, false)?.messages {
+                    if matches(&stored.message) {
+                        hits.push(SearchHit {
+                            stored,
+                            sent: false,
+                        });
+                    }
+                }
+            }
+        }
+        for message in self.store.outbox(me)? {
+            if !matches(&message) || hits.iter().any(|h| h.stored.message.id == message.id) {
+                continue;
+            }
+            let state = match message.to.first() {
+                Some(to) => self.store.state_of(to, message.id)?,
+                None => None,
+            };
+            hits.push(SearchHit {
+                stored: Stored {
+                    state: state.unwrap_or(State::Done),
+                    message,
+                    warnings: vec![],
+                },
+                sent: true,
+            });
+        }
+        hits.sort_by_key(|h| h.stored.message.id);
+        Ok(Search { hits, damaged })
+    }
+}
+
+/// One search result.
+#[derive(Clone, Debug)]
+pub struct SearchHit {
+    /// For sent mail, the state is that of the first recipient's copy.
+    pub stored: Stored,
+    /// True when found in the outbox rather than the mailbox.
+    pub sent: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Search {
+    pub hits: Vec<SearchHit>,
+    pub damaged: Vec<Damaged>,
+}
