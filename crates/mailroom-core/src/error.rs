@@ -41,7 +41,7 @@ pub enum Error {
     },
     #[error("{0}")]
     Invalid(String),
-    #[error("project '{0}' does not exist; create it with `mailroom projects add {0}`")]
+    #[error("project '{0}' does not exist")]
     ProjectNotFound(String),
     #[error("{}", unknown_handle(.handle, .project, .suggestions))]
     UnknownHandle {
@@ -49,31 +49,31 @@ pub enum Error {
         project: String,
         suggestions: Vec<String>,
     },
-    #[error(
-        "'{handle}' is not an active member of any project; write it as {handle}@PROJECT (`mailroom projects` lists them)"
-    )]
+    #[error("'{handle}' is not an active member of any project; write it as {handle}@PROJECT")]
     HandleNowhere { handle: String },
     #[error(
-        "there is no {what} '{written}', and '{existing}' is close to it (did you mean '{existing}'?); to create '{written}' anyway, run `{create}` first"
+        "there is no {what} '{written}', and '{existing}' is close to it (did you mean '{existing}'?)"
     )]
     CloseName {
         what: &'static str,
         written: String,
         existing: String,
-        create: String,
+        /// What creates `written` on purpose.
+        create: Fix,
     },
-    #[error("{address} is inactive; reactivate it with `mailroom roster activate {handle} --project {project}`", handle = .address.handle, project = .address.project().map(|p| p.as_str()).unwrap_or("?"))]
+    #[error("{address} is inactive")]
     Inactive { address: Address },
     #[error("'{name}' matches several mailboxes: {}; write one of them in full", .candidates.join(", "))]
     AmbiguousHandle {
         name: String,
         candidates: Vec<String>,
     },
-    #[error("no message matching '{prefix}' for {mailbox}; list them with `mailroom {hint}`")]
+    #[error("no message matching '{prefix}' for {mailbox}")]
     MessageNotFound {
         prefix: String,
         mailbox: Address,
-        hint: &'static str,
+        /// The listing the message would be in.
+        list: Fix,
     },
     #[error("'{prefix}' matches {} messages ({}); type more of the id", .candidates.len(), .candidates.join(", "))]
     AmbiguousId {
@@ -86,9 +86,7 @@ pub enum Error {
         sender: Address,
         action: &'static str,
     },
-    #[error(
-        "message {id} is already {state} at {recipient}; only unread mail can be cancelled (send a correction with `mailroom edit {id}` instead)"
-    )]
+    #[error("message {id} is already {state} at {recipient}; only unread mail can be cancelled")]
     NotCancellable {
         id: MessageId,
         recipient: Address,
@@ -105,6 +103,9 @@ pub enum Error {
     NotFound(String),
     #[error("{0}")]
     Refused(String),
+    /// Refused by the rules, with the step that would be allowed.
+    #[error("{reason}")]
+    RefusedWith { reason: String, fix: Fix },
     #[error("{0}")]
     Timeout(String),
     #[error("{context}: {source}")]
@@ -120,10 +121,48 @@ fn unknown_handle(handle: &str, project: &str, suggestions: &[String]) -> String
     if let Some(best) = suggestions.first() {
         s.push_str(&format!(" (did you mean '{best}'?)"));
     }
-    s.push_str(&format!(
-        "; add it with `mailroom roster add {handle} --project {project}`"
-    ));
     s
+}
+
+/// What the user can do about an error, as data: the core says what, each front end says how
+/// (the CLI as a command to run, an MCP server as a tool to call).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fix {
+    /// List the pending mail.
+    Inbox,
+    /// List what one sent.
+    Outbox,
+    /// List recently archived mail.
+    Recover,
+    /// Show the project's broadcasts.
+    Broadcasts,
+    /// List the projects.
+    Projects,
+    /// List a project's roster.
+    Roster { project: String },
+    /// Create a project.
+    AddProject { project: String },
+    /// Put a handle on a project's roster.
+    AddMember { handle: String, project: String },
+    /// Make a member active again.
+    Activate { handle: String, project: String },
+    /// Change a member's status (activate or deactivate).
+    ChangeStatus { project: String },
+    /// Set a project's policy.
+    SetPolicy {
+        project: String,
+        policy: crate::store::Policy,
+    },
+    /// Correct a message (in place while unread, else a correction).
+    Edit { id: MessageId },
+    /// Withdraw one's unread message.
+    Cancel { id: MessageId },
+    /// Un-send one's broadcast.
+    Retract { id: MessageId },
+    /// Do the inner step anyway, on purpose (a name that looked like a typo).
+    Anyway(Box<Fix>),
+    /// Ask the operator or a member of the project to take the inner step.
+    AskFor(Box<Fix>),
 }
 
 impl Error {
@@ -142,10 +181,39 @@ impl Error {
             | Error::NotSender { .. }
             | Error::NotCancellable { .. }
             | Error::WrongState { .. }
-            | Error::Refused(_) => ErrorKind::Refused,
+            | Error::Refused(_)
+            | Error::RefusedWith { .. } => ErrorKind::Refused,
             Error::AmbiguousHandle { .. } | Error::AmbiguousId { .. } => ErrorKind::Conflict,
             Error::Timeout(_) => ErrorKind::Timeout,
             Error::Store { .. } => ErrorKind::Store,
+        }
+    }
+
+    /// The step that would help, when there is one (each front end words it).
+    pub fn fix(&self) -> Option<Fix> {
+        let address_fix = |a: &Address| {
+            a.project().map(|p| Fix::Activate {
+                handle: a.handle.to_string(),
+                project: p.to_string(),
+            })
+        };
+        match self {
+            Error::ProjectNotFound(project) => Some(Fix::AddProject {
+                project: project.clone(),
+            }),
+            Error::UnknownHandle {
+                handle, project, ..
+            } => Some(Fix::AddMember {
+                handle: handle.clone(),
+                project: project.clone(),
+            }),
+            Error::HandleNowhere { .. } => Some(Fix::Projects),
+            Error::CloseName { create, .. } => Some(Fix::Anyway(Box::new(create.clone()))),
+            Error::Inactive { address } => address_fix(address),
+            Error::MessageNotFound { list, .. } => Some(list.clone()),
+            Error::NotCancellable { id, .. } => Some(Fix::Edit { id: *id }),
+            Error::RefusedWith { fix, .. } => Some(fix.clone()),
+            _ => None,
         }
     }
 

@@ -37,6 +37,14 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
         Some(ErrorKind::Store) | None => (1, "failure"),
     };
     let mut message = e.to_string();
+    // The core says what would help; the command line says it as a command.
+    if let Some(fix) = e
+        .downcast_ref::<mailroom_core::Error>()
+        .and_then(|e| e.fix())
+    {
+        message.push_str("; ");
+        message.push_str(&words::CliWords::plain().fix_advice(&fix));
+    }
     if e.downcast_ref::<mailroom_core::Error>().is_none() {
         for cause in e.chain().skip(1) {
             message.push_str(&format!(": {cause}"));

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use mailroom_core::Fix;
 use mailroom_core::identity::{Identity, Source};
 use mailroom_core::render::Vocabulary;
 
@@ -26,6 +27,75 @@ impl CliWords {
             program.push_str(&shell_word(&i.address.to_string()));
         }
         CliWords { program }
+    }
+
+    /// Plain `mailroom`, for advice that does not depend on who reads it.
+    pub fn plain() -> CliWords {
+        CliWords {
+            program: "mailroom".into(),
+        }
+    }
+
+    /// The command that takes the step `fix`.
+    pub fn fix_command(&self, fix: &Fix) -> String {
+        let rest = match fix {
+            Fix::Inbox => "inbox".to_owned(),
+            Fix::Outbox => "outbox".to_owned(),
+            Fix::Recover => "recover".to_owned(),
+            Fix::Broadcasts => "channel show all".to_owned(),
+            Fix::Projects => "projects".to_owned(),
+            Fix::Roster { project } => format!("roster list --project {project}"),
+            Fix::AddProject { project } => format!("projects add {project}"),
+            Fix::AddMember { handle, project } => {
+                format!("roster add {handle} --project {project}")
+            }
+            Fix::Activate { handle, project } => {
+                format!("roster activate {handle} --project {project}")
+            }
+            Fix::ChangeStatus { project } => {
+                format!("roster activate|deactivate HANDLE --project {project}")
+            }
+            Fix::SetPolicy { project, policy } => {
+                format!("projects set {project} --policy {}", policy.as_str())
+            }
+            Fix::Edit { id } => format!("edit {id}"),
+            Fix::Cancel { id } => format!("cancel {id}"),
+            Fix::Retract { id } => format!("retract {id}"),
+            Fix::Anyway(inner) | Fix::AskFor(inner) => return self.fix_command(inner),
+        };
+        self.command(&rest)
+    }
+
+    /// The step `fix` as advice ending an error sentence.
+    pub fn fix_advice(&self, fix: &Fix) -> String {
+        let cmd = self.fix_command(fix);
+        match fix {
+            Fix::Inbox | Fix::Outbox | Fix::Recover | Fix::Broadcasts => {
+                format!("list them with `{cmd}`")
+            }
+            Fix::Projects => format!("`{cmd}` lists them"),
+            Fix::Roster { .. } => format!("ask one of them (`{cmd}`) or the operator"),
+            Fix::AddProject { .. } => format!("create it with `{cmd}`"),
+            Fix::AddMember { .. } => format!("add it with `{cmd}`"),
+            Fix::Activate { .. } => format!("reactivate it with `{cmd}`"),
+            Fix::ChangeStatus { .. } => format!(
+                "use `{} roster activate` or `deactivate` to change it",
+                self.program
+            ),
+            Fix::SetPolicy { .. } => format!("change it with `{cmd}`"),
+            Fix::Edit { .. } => format!("send a correction with `{cmd}` instead"),
+            Fix::Cancel { .. } => format!("withdraw it with `{cmd}` while it is unread"),
+            Fix::Retract { .. } => format!("retract it with `{cmd}` and broadcast again"),
+            Fix::Anyway(inner) => {
+                let what = match inner.as_ref() {
+                    Fix::AddMember { handle, project } => format!("'{handle}@{project}'"),
+                    Fix::AddProject { project } => format!("'{project}'"),
+                    _ => "it".to_owned(),
+                };
+                format!("to create {what} anyway, run `{cmd}` first")
+            }
+            Fix::AskFor(_) => format!("ask the operator or one of its members for `{cmd}`"),
+        }
     }
 
     /// The mailroom command `rest` (`channel read run-42`), with the flags it needs.

@@ -5,7 +5,7 @@
 use jiff::Timestamp;
 
 use crate::address::Address;
-use crate::error::{Error, Result};
+use crate::error::{Error, Fix, Result};
 use crate::message::{Damaged, Kind, Listing, Message, Priority, State, Stored};
 use crate::ops::Mailroom;
 use crate::ops::send::{Draft, Sent};
@@ -18,7 +18,7 @@ impl Mailroom<'_> {
 
     /// Puts an archived message back to pending (read), so it is delivered again.
     pub fn restore(&self, me: &Address, prefix: &str) -> Result<Stored> {
-        let found = self.find_one(me, prefix, "recover")?;
+        let found = self.find_one(me, prefix, Fix::Recover)?;
         if found.state != State::Done {
             return Err(Error::WrongState {
                 id: found.message.id,
@@ -34,7 +34,7 @@ impl Mailroom<'_> {
             .ok_or_else(|| Error::MessageNotFound {
                 prefix: prefix.to_owned(),
                 mailbox: me.clone(),
-                hint: "recover",
+                list: Fix::Recover,
             })
     }
 

@@ -5,7 +5,7 @@
 use jiff::Timestamp;
 
 use crate::address::Address;
-use crate::error::{Error, Result};
+use crate::error::{Error, Fix, Result};
 use crate::interchange::{Problem, mailbox_md, stable_hash};
 use crate::message::{BROADCAST, ChannelRef, Kind, Listing, Message, MessageId, State, Stored};
 use crate::name::Name;
@@ -262,21 +262,24 @@ impl Mailroom<'_> {
                     .into_iter()
                     .find(|m| m.id.to_string().starts_with(&p))
                 {
-                    return Err(Error::Refused(match &mine.channel {
-                        Some(c) => format!(
+                    return Err(match &mine.channel {
+                        Some(c) => Error::Refused(format!(
                             "message {} was posted to channel {c}, whose entries are never retracted or deleted; post a correction instead",
                             mine.id
-                        ),
-                        None => format!(
-                            "message {} is directed mail, not a broadcast; withdraw it with `mailroom cancel {}` while it is unread",
-                            mine.id, mine.id
-                        ),
-                    }));
+                        )),
+                        None => Error::RefusedWith {
+                            reason: format!(
+                                "message {} is directed mail, not a broadcast",
+                                mine.id
+                            ),
+                            fix: Fix::Cancel { id: mine.id },
+                        },
+                    });
                 }
                 return Err(Error::MessageNotFound {
                     prefix: p,
                     mailbox: me.clone(),
-                    hint: "channel show all",
+                    list: Fix::Broadcasts,
                 });
             }
             many => {

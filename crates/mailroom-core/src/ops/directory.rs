@@ -4,7 +4,7 @@
 use jiff::Timestamp;
 
 use crate::address::{Address, AddressSpec, Scope};
-use crate::error::{Error, Result};
+use crate::error::{Error, Fix, Result};
 use crate::message::State;
 use crate::name::Name;
 use crate::ops::Mailroom;
@@ -127,7 +127,9 @@ impl Mailroom<'_> {
                             what: "project",
                             written: project.to_string(),
                             existing: close.to_string(),
-                            create: format!("mailroom projects add {project}"),
+                            create: Fix::AddProject {
+                                project: project.to_string(),
+                            },
                         });
                     }
                 }
@@ -151,7 +153,10 @@ impl Mailroom<'_> {
                             written: address.to_string(),
                             existing: Address::in_project(close.clone(), project.clone())
                                 .to_string(),
-                            create: format!("mailroom roster add {handle} --project {project}"),
+                            create: Fix::AddMember {
+                                handle: handle.to_string(),
+                                project: project.to_string(),
+                            },
                         });
                     }
                 }
@@ -194,10 +199,16 @@ impl Mailroom<'_> {
             return Ok(());
         }
         match self.store.project(project)? {
-            Some(p) if p.policy == Policy::Roster => Err(Error::Refused(format!(
-                "project '{}' has policy roster and you ({me}) are not on its roster; ask the operator or one of its members for `mailroom roster add {} --project {}`",
-                p.name, me.handle, p.name
-            ))),
+            Some(p) if p.policy == Policy::Roster => Err(Error::RefusedWith {
+                reason: format!(
+                    "project '{}' has policy roster and you ({me}) are not on its roster",
+                    p.name
+                ),
+                fix: Fix::AskFor(Box::new(Fix::AddMember {
+                    handle: me.handle.to_string(),
+                    project: p.name.to_string(),
+                })),
+            }),
             _ => Ok(()),
         }
     }
@@ -219,9 +230,14 @@ impl Mailroom<'_> {
         if roster.iter().all(|m| m.status != MemberStatus::Active) {
             return Ok(());
         }
-        Err(Error::Refused(format!(
-            "only the active members of project '{project}' and HUMAN may change its roster or policy, and you are {actor}; ask one of them (`mailroom roster list --project {project}`) or the operator"
-        )))
+        Err(Error::RefusedWith {
+            reason: format!(
+                "only the active members of project '{project}' and HUMAN may change its roster or policy, and you are {actor}"
+            ),
+            fix: Fix::Roster {
+                project: project.to_string(),
+            },
+        })
     }
 
     /// What must exist for `project` to take a post: the project itself.
@@ -243,13 +259,19 @@ impl Mailroom<'_> {
                 self.plan_with(p, &me.handle, member, Creator::Owner)
             }
             .map_err(|e| match e {
-                Error::Inactive { address } => Error::Refused(format!(
-                    "you ({address}) are inactive in project '{p}'; reactivate with `mailroom roster activate {} --project {p}`",
-                    address.handle
-                )),
-                Error::UnknownHandle { handle, project, .. } => Error::Refused(format!(
-                    "you ({handle}) are not on the roster of project '{project}', whose policy is roster; ask for `mailroom roster add {handle} --project {project}`"
-                )),
+                Error::Inactive { address } => Error::RefusedWith {
+                    reason: format!("you ({address}) are inactive in project '{p}'"),
+                    fix: Fix::AskFor(Box::new(Fix::Activate {
+                        handle: address.handle.to_string(),
+                        project: p.to_string(),
+                    })),
+                },
+                Error::UnknownHandle { handle, project, .. } => Error::RefusedWith {
+                    reason: format!(
+                        "you ({handle}) are not on the roster of project '{project}', whose policy is roster"
+                    ),
+                    fix: Fix::AskFor(Box::new(Fix::AddMember { handle, project })),
+                },
                 other => other,
             }),
         }
@@ -402,11 +424,13 @@ impl Mailroom<'_> {
             created: self.now(),
         })?;
         if !created && p.policy != policy {
-            return Err(Error::Refused(format!(
-                "project '{name}' exists with policy {}; change it with `mailroom projects set {name} --policy {}`",
-                p.policy.as_str(),
-                policy.as_str()
-            )));
+            return Err(Error::RefusedWith {
+                reason: format!("project '{name}' exists with policy {}", p.policy.as_str()),
+                fix: Fix::SetPolicy {
+                    project: name.to_string(),
+                    policy,
+                },
+            });
         }
         Ok((p, created))
     }
@@ -452,10 +476,7 @@ impl Mailroom<'_> {
         }
         self.check_may_govern(actor, project)?;
         if let Some(m) = self.store.member(project, &handle)? {
-            return Err(Error::Refused(format!(
-                "'{}' is already on the roster of project '{project}'; use `mailroom roster activate` or `deactivate` to change it",
-                m.handle
-            )));
+            return Err(already_member(&m.handle, project));
         }
         let now = self.now();
         self.store.ensure_project(&Project {
@@ -473,9 +494,7 @@ impl Mailroom<'_> {
         if self.store.add_member(project, &member)? {
             Ok(member)
         } else {
-            Err(Error::Refused(format!(
-                "'{handle}' is already on the roster of project '{project}'; use `mailroom roster activate` or `deactivate` to change it"
-            )))
+            Err(already_member(&handle, project))
         }
     }
 
@@ -541,6 +560,15 @@ impl Mailroom<'_> {
             unread: count(State::Unread),
             read: count(State::Read),
         })
+    }
+}
+
+fn already_member(handle: &Name, project: &Name) -> Error {
+    Error::RefusedWith {
+        reason: format!("'{handle}' is already on the roster of project '{project}'"),
+        fix: Fix::ChangeStatus {
+            project: project.to_string(),
+        },
     }
 }
 

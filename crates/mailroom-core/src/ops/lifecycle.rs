@@ -2,7 +2,7 @@
 //! reply. Invariant: a listing shows each pending copy once, and marks read exactly what it showed.
 
 use crate::address::Address;
-use crate::error::{Error, Result};
+use crate::error::{Error, Fix, Result};
 use crate::message::{Damaged, Kind, Listing, Message, MessageId, State, Stored};
 use crate::ops::Mailroom;
 use crate::ops::send::{Draft, Sent};
@@ -171,7 +171,7 @@ impl Mailroom<'_> {
 
     /// One message by id prefix; marks it read, and archives it with `archive`.
     pub fn read(&self, me: &Address, prefix: &str, archive: bool) -> Result<Read> {
-        let found = self.find_one(me, prefix, "inbox")?;
+        let found = self.find_one(me, prefix, Fix::Inbox)?;
         let mut shown = [found];
         self.mark_read(me, &mut shown)?;
         let [stored] = shown;
@@ -194,7 +194,7 @@ impl Mailroom<'_> {
         mut draft: Draft,
         keep_open: bool,
     ) -> Result<(Sent, bool)> {
-        let original = match self.find_one(me, prefix, "inbox") {
+        let original = match self.find_one(me, prefix, Fix::Inbox) {
             Err(e @ Error::MessageNotFound { .. }) => {
                 // Not in the mailbox: perhaps a broadcast or a channel entry of the project.
                 let entry = match me.project() {
@@ -278,7 +278,7 @@ impl Mailroom<'_> {
         }
         let targets: Vec<Stored> = prefixes
             .iter()
-            .map(|p| match self.find_one(me, p, "inbox") {
+            .map(|p| match self.find_one(me, p, Fix::Inbox) {
                 Err(e @ Error::MessageNotFound { .. }) => {
                     let entry = match me.project() {
                         Some(project) => self.find_in_channels(project, &super::check_prefix(p)?)?,

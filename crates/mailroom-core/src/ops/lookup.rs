@@ -2,25 +2,20 @@
 //! prefix names exactly one message or is an error that says why; it never guesses.
 
 use crate::address::Address;
-use crate::error::{Error, Result};
+use crate::error::{Error, Fix, Result};
 use crate::message::{Message, Stored};
 use crate::ops::Mailroom;
 
 impl Mailroom<'_> {
     /// The one copy in `mailbox` whose id starts with `prefix`.
-    pub(super) fn find_one(
-        &self,
-        mailbox: &Address,
-        prefix: &str,
-        hint: &'static str,
-    ) -> Result<Stored> {
+    pub(super) fn find_one(&self, mailbox: &Address, prefix: &str, list: Fix) -> Result<Stored> {
         let prefix = check_prefix(prefix)?;
         let mut found = self.store.find(mailbox, &prefix)?;
         match found.len() {
             0 => Err(Error::MessageNotFound {
                 prefix,
                 mailbox: mailbox.clone(),
-                hint,
+                list,
             }),
             1 => Ok(found.remove(0)),
             _ => Err(Error::AmbiguousId {
@@ -48,12 +43,16 @@ impl Mailroom<'_> {
             1 => {
                 let m = mine.remove(0);
                 if let Some(c) = &m.channel {
-                    return Err(Error::Refused(if c.is_broadcast() {
-                        format!(
-                            "message {} is a broadcast; broadcasts are never edited or cancelled: retract it with `mailroom retract {}` and broadcast again",
-                            m.id, m.id
-                        )
-                    } else {
+                    if c.is_broadcast() {
+                        return Err(Error::RefusedWith {
+                            reason: format!(
+                                "message {} is a broadcast; broadcasts are never edited or cancelled",
+                                m.id
+                            ),
+                            fix: Fix::Retract { id: m.id },
+                        });
+                    }
+                    return Err(Error::Refused({
                         format!(
                             "message {} is an entry of channel {c}, and channel entries are never edited or deleted; post a correction to the channel instead",
                             m.id
@@ -70,7 +69,7 @@ impl Mailroom<'_> {
             }
             _ => {}
         }
-        if let Ok(theirs) = self.find_one(me, &p, "outbox") {
+        if let Ok(theirs) = self.find_one(me, &p, Fix::Outbox) {
             return Err(Error::NotSender {
                 id: theirs.message.id,
                 sender: theirs.message.from,
@@ -94,7 +93,7 @@ impl Mailroom<'_> {
         Err(Error::MessageNotFound {
             prefix: p,
             mailbox: me.clone(),
-            hint: "outbox",
+            list: Fix::Outbox,
         })
     }
 }
