@@ -108,48 +108,7 @@ fn unquote(line: &str) -> &str {
     }
 }
 
-/// Parses the protocol's timestamps and the forms models write instead.
-pub fn parse_timestamp(s: &str) -> Option<Timestamp> {
-    let s = s.trim().trim_matches('`').trim();
-    if let Ok(t) = s.parse::<Timestamp>() {
-        return Some(t);
-    }
-    let bare = s
-        .trim_end_matches("UTC")
-        .trim_end_matches("GMT")
-        .trim_end_matches('Z')
-        .trim();
-    for fmt in [
-        "%Y-%m-%d %H:%M:%S",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d",
-    ] {
-        if let Ok(dt) = jiff::civil::DateTime::strptime(fmt, bare) {
-            return dt
-                .to_zoned(jiff::tz::TimeZone::UTC)
-                .ok()
-                .map(|z| z.timestamp());
-        }
-        if let Ok(d) = jiff::civil::Date::strptime(fmt, bare) {
-            return d
-                .to_zoned(jiff::tz::TimeZone::UTC)
-                .ok()
-                .map(|z| z.timestamp());
-        }
-    }
-    None
-}
-
-fn parse_kind(s: &str) -> Option<Kind> {
-    let word: String = s
-        .trim()
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-        .collect();
-    word.parse().ok()
-}
+pub use super::parse_time as parse_timestamp;
 
 /// Reads a whole `mailbox.md`. `fallback_time` stands in for an unreadable timestamp (the
 /// previous entry's time is preferred, so order is kept).
@@ -202,7 +161,7 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
                     }
                 }
                 Some((Field::From, v)) if from.is_none() => from = Some(v),
-                Some((Field::Type, v)) if kind.is_none() => match parse_kind(&v) {
+                Some((Field::Type, v)) if kind.is_none() => match super::guess_kind(&v) {
                     Some(kd) => kind = Some(kd),
                     None => {
                         out.problems.push(Problem {

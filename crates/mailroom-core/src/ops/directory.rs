@@ -457,20 +457,8 @@ impl Mailroom<'_> {
                 m.handle
             )));
         }
-        let now = self.now();
-        self.store.ensure_project(&Project {
-            name: project.clone(),
-            policy: Policy::Open,
-            created: now,
-        })?;
-        let member = Member {
-            handle: handle.clone(),
-            role: crate::text::clean_line(role),
-            status,
-            joined: now,
-            since: None,
-        };
-        if self.store.add_member(project, &member)? {
+        let (member, added) = self.enlist(project, handle.clone(), role, status)?;
+        if added {
             Ok(member)
         } else {
             Err(Error::Refused(format!(

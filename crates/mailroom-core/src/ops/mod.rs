@@ -21,7 +21,7 @@ use crate::store::Store;
 
 pub use channels::{ChannelRead, ChannelSummary, ImportReport};
 pub use directory::{Candidate, MemberContext, Resolution};
-pub use import::Foreign;
+pub use import::{Foreign, Imported};
 pub use inject::{HookAnswer, HookEvent};
 pub use lifecycle::{
     CancelReport, EditOutcome, EditPatch, EditReport, Inbox, OutboxEntry, Read, Search, SearchHit,

@@ -157,12 +157,6 @@ fn print_file_reports(ctx: &Ctx, reports: &[FileReport]) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn list_md(dir: &Path) -> Vec<PathBuf> {
-    let mut files = list_files(dir);
-    files.retain(|p| p.extension().is_some_and(|e| e == "md"));
-    files
-}
-
 /// The regular files of `dir`, sorted (none when it cannot be listed).
 pub(super) fn list_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -173,13 +167,6 @@ pub(super) fn list_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-pub(super) fn cell<'a>(row: &'a [(String, String)], keys: &[&str]) -> Option<&'a str> {
-    row.iter()
-        .find(|(k, _)| keys.iter().any(|want| k.replace([' ', '-'], "_") == *want))
-        .map(|(_, v)| v.as_str())
-        .filter(|v| !v.is_empty())
-}
-
 pub(super) fn problem_only(message: String) -> ImportReport {
     ImportReport {
         problems: vec![Problem { line: 1, message }],
@@ -187,14 +174,14 @@ pub(super) fn problem_only(message: String) -> ImportReport {
     }
 }
 
-pub(super) fn file_stem(p: &Path) -> String {
-    p.file_stem()
+pub(super) fn file_name_of(p: &Path) -> String {
+    p.file_name()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
 
-pub(super) fn file_name_of(p: &Path) -> String {
-    p.file_name()
+fn file_stem(p: &Path) -> String {
+    p.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
