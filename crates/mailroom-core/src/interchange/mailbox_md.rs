@@ -110,6 +110,23 @@ fn unquote(line: &str) -> &str {
 
 pub use super::parse_time as parse_timestamp;
 
+/// The channel a file named `file_name` in the folder `folder` goes to when none is named: a
+/// protocol mailbox lives at `runs/<request-id>/mailbox.md`, so the run is the channel; any
+/// other file names its own (`run-42.md` → `run-42`); `imported` when that is not a name.
+pub fn default_channel(file_name: &str, folder: &str) -> String {
+    let candidate = if file_name == "mailbox.md" {
+        folder
+    } else {
+        file_name
+            .rsplit_once('.')
+            .map_or(file_name, |(stem, _)| stem)
+    };
+    match crate::name::Name::parse(candidate) {
+        Ok(_) => candidate.to_owned(),
+        Err(_) => "imported".to_owned(),
+    }
+}
+
 /// Reads a whole `mailbox.md`. `fallback_time` stands in for an unreadable timestamp (the
 /// previous entry's time is preferred, so order is kept).
 pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
@@ -277,6 +294,15 @@ mod tests {
     }
 
     const SEED_EXAMPLE: &str = "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** builder\n**Type:** INTERFACE_CHANGE\n**Subject:** Renamed `calc_stats()` to `compute_statistics()`\nThe function `calc_stats()` in `src/stats.R` was renamed.\n---\n**Timestamp:** 2026-03-13 14:45 UTC\n**From:** planner\n**Type:** HOLD_REQUEST\n**Subject:** Undefined symbol in equation (3)\nIn equation (3) of the uploaded PDF, the symbol is used but never defined.\n";
+
+    #[test]
+    fn the_channel_is_the_run_folder_or_the_files_stem() {
+        assert_eq!(default_channel("mailbox.md", "42"), "42");
+        assert_eq!(default_channel("run-42.md", "runs"), "run-42");
+        assert_eq!(default_channel("notes", "x"), "notes");
+        assert_eq!(default_channel("mailbox.md", ""), "imported");
+        assert_eq!(default_channel("_private.md", "x"), "imported");
+    }
 
     #[test]
     fn reads_the_protocols_own_example() {
