@@ -85,7 +85,10 @@ pub fn sender_off_the_roster_or_inactive_is_refused(store: &dyn Store) {
     join(&m, "web", "bob");
     let e = err(m.send(&addr("mallory@web"), draft(&["bob"], "hello")));
     assert_eq!(e.kind(), ErrorKind::Refused);
-    assert!(matches!(e, Error::Refused(_)), "{e:?}");
+    assert!(
+        matches!(e.fix(), Some(mailroom_core::Fix::AskFor(_))),
+        "the fix is to ask for a place on the roster: {e:?}"
+    );
     assert!(pending(store, "bob@web").is_empty());
     assert_eq!(
         store

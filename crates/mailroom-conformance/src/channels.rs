@@ -3,6 +3,7 @@
 //! requests that reach the operator, and `mailbox.md` round trips that duplicate nothing.
 
 use jiff::Timestamp;
+use mailroom_core::interchange::{Disposition, IdKey};
 use mailroom_core::message::{BROADCAST, ChannelRef};
 use mailroom_core::ops::{Draft, EditPatch};
 use mailroom_core::{Error, ErrorKind, Kind, Mailroom, Message, MessageId, Priority, State, Store};
@@ -770,7 +771,10 @@ pub fn store_channel_contract_appends_once_and_marks_seen_once(store: &dyn Store
             .expect("mark"),
         vec![true, false]
     );
-    assert_eq!(store.mark_seen(&ch, &reader, &[]).expect("mark"), vec![]);
+    assert_eq!(
+        store.mark_seen(&ch, &reader, &[]).expect("mark"),
+        Vec::<bool>::new()
+    );
     assert_eq!(store.seen(&ch, &reader).expect("seen"), vec![e1.id]);
     let unseen: Vec<_> = store
         .unseen(&ch, &reader)
@@ -826,13 +830,16 @@ pub fn a_re_import_finishes_what_an_interrupted_import_left(store: &dyn Store) {
     let project = name("web");
     let bob = addr("bob@web");
     let record = mailroom_core::ops::Foreign {
-        source_key: "test:archived".into(),
+        id_key: IdKey::Place("test:archived".into()),
+        disposition: Disposition::Archived,
         from: "alice".into(),
+        to: Some("bob".into()),
         subject: "old".into(),
         body: "archived at the source".into(),
         kind: Kind::Info,
         priority: Priority::Medium,
         date: now(),
+        line: 1,
     };
     let message = m
         .foreign_message(&record, Some(&project), vec![bob.clone()], None)
@@ -856,7 +863,9 @@ pub fn a_re_import_finishes_what_an_interrupted_import_left(store: &dyn Store) {
         name: name(BROADCAST),
     };
     let news = mailroom_core::ops::Foreign {
-        source_key: "test:retracted".into(),
+        id_key: IdKey::Place("test:retracted".into()),
+        disposition: Disposition::Retracted,
+        to: None,
         ..record
     };
     let entry = m

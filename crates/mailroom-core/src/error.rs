@@ -59,7 +59,7 @@ pub enum Error {
         written: String,
         existing: String,
         /// What creates `written` on purpose.
-        create: Fix,
+        create: Box<Fix>,
     },
     #[error("{address} is inactive")]
     Inactive { address: Address },
@@ -73,7 +73,7 @@ pub enum Error {
         prefix: String,
         mailbox: Address,
         /// The listing the message would be in.
-        list: Fix,
+        list: Box<Fix>,
     },
     #[error("'{prefix}' matches {} messages ({}); type more of the id", .candidates.len(), .candidates.join(", "))]
     AmbiguousId {
@@ -105,7 +105,7 @@ pub enum Error {
     Refused(String),
     /// Refused by the rules, with the step that would be allowed.
     #[error("{reason}")]
-    RefusedWith { reason: String, fix: Fix },
+    RefusedWith { reason: String, fix: Box<Fix> },
     #[error("{0}")]
     Timeout(String),
     #[error("{context}: {source}")]
@@ -208,11 +208,11 @@ impl Error {
                 project: project.clone(),
             }),
             Error::HandleNowhere { .. } => Some(Fix::Projects),
-            Error::CloseName { create, .. } => Some(Fix::Anyway(Box::new(create.clone()))),
+            Error::CloseName { create, .. } => Some(Fix::Anyway(create.clone())),
             Error::Inactive { address } => address_fix(address),
-            Error::MessageNotFound { list, .. } => Some(list.clone()),
+            Error::MessageNotFound { list, .. } => Some(list.as_ref().clone()),
             Error::NotCancellable { id, .. } => Some(Fix::Edit { id: *id }),
-            Error::RefusedWith { fix, .. } => Some(fix.clone()),
+            Error::RefusedWith { fix, .. } => Some(fix.as_ref().clone()),
             _ => None,
         }
     }

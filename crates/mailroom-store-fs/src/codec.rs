@@ -174,28 +174,8 @@ fn parse_or<T>(
     }
 }
 
-/// RFC 3339, or the forms people write by hand ("2026-03-13 14:22 UTC", a bare date-time).
-pub fn parse_time(s: &str) -> Option<Timestamp> {
-    let s = s.trim();
-    if let Ok(t) = s.parse::<Timestamp>() {
-        return Some(t);
-    }
-    let bare = s.trim_end_matches("UTC").trim_end_matches('Z').trim();
-    for fmt in [
-        "%Y-%m-%d %H:%M:%S",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%dT%H:%M",
-    ] {
-        if let Ok(dt) = jiff::civil::DateTime::strptime(fmt, bare) {
-            return dt
-                .to_zoned(jiff::tz::TimeZone::UTC)
-                .ok()
-                .map(|z| z.timestamp());
-        }
-    }
-    None
-}
+/// RFC 3339, or the forms people write by hand: the core's one tolerant reader.
+pub use mailroom_core::interchange::parse_time;
 
 pub fn member_to_text(m: &Member) -> String {
     let mut w = Writer::new();

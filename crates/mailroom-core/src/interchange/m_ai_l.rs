@@ -1,7 +1,8 @@
 //! m_AI_l's mailbox files: `SENDER // YYYYMMDD-HHMM // H|M|L // SUBJECT // Body` message lines,
 //! bodies continuing on the following lines, a `<!-- END -->` sentinel at the end, and
 //! `(((END)))` standing for the sentinel inside content; outbox files in that shape or the short
-//! `YYYYMMDD-HHMM // RECIPIENT // SUBJECT`. Also its Markdown roster and project tables.
+//! `YYYYMMDD-HHMM // RECIPIENT // SUBJECT`. Also its Markdown roster and project tables, and
+//! what each file of a project folder is by its name.
 //!
 //! Nothing in the format marks the end of a body but the next message line, so a line counts as
 //! one only when its second field is a timestamp, or reads like a damaged one (digits and date
@@ -9,8 +10,10 @@
 
 use jiff::Timestamp;
 
-use super::Problem;
-use crate::message::Priority;
+use super::{Disposition, Foreign, IdKey, Problem};
+use crate::address::HUMAN;
+use crate::message::{Kind, Priority};
+use crate::store::MemberStatus;
 
 pub const SENTINEL: &str = "<!-- END -->";
 pub const ESCAPED_SENTINEL: &str = "(((END)))";
@@ -314,6 +317,163 @@ pub fn project_rows(text: &str) -> Vec<ProjectRow> {
         .collect()
 }
 
+/// What a file of an m_AI_l folder holds, by its name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileRole {
+    /// `roster.md`.
+    Roster,
+    /// `mailbox_<H>.md` (pending), `mailbox_<H>_archive.md` (archived) or `outbox_<H>.md`
+    /// (sent): `owner` is `<H>`.
+    Mail {
+        owner: String,
+        disposition: Disposition,
+    },
+    /// `<file>.<hex>.tmp`: m_AI_l's file server writes one and renames it over the file, so one
+    /// left behind is an interrupted write, never mail.
+    Temp,
+    /// Anything else (`ETAT_ACTUEL.md`, `projects_config.md`, conventions): not mail.
+    Other,
+}
+
+/// The role of a file named `file_name` in an m_AI_l folder.
+pub fn file_role(file_name: &str) -> FileRole {
+    if file_name.ends_with(".tmp") {
+        return FileRole::Temp;
+    }
+    let Some(stem) = file_name.strip_suffix(".md") else {
+        return FileRole::Other;
+    };
+    if stem == "roster" {
+        return FileRole::Roster;
+    }
+    let (owner, disposition) = if let Some(rest) = stem.strip_prefix("mailbox_") {
+        match rest.strip_suffix("_archive") {
+            Some(owner) => (owner, Disposition::Archived),
+            None => (rest, Disposition::Pending),
+        }
+    } else if let Some(owner) = stem.strip_prefix("outbox_") {
+        (owner, Disposition::Sent)
+    } else {
+        return FileRole::Other;
+    };
+    if owner.is_empty() {
+        return FileRole::Other;
+    }
+    FileRole::Mail {
+        owner: owner.to_owned(),
+        disposition,
+    }
+}
+
+/// Whether `file_name` is the operator's mailbox (or its archive), which sits beside
+/// `projects_config.md` and belongs to no project.
+pub fn is_human_mailbox(file_name: &str) -> bool {
+    matches!(
+        file_role(file_name),
+        FileRole::Mail { owner, disposition } if owner == HUMAN && disposition != Disposition::Sent
+    )
+}
+
+/// The records of a mail file whose role is [`FileRole::Mail`]: in a mailbox or archive the
+/// first field is the sender and `owner` the recipient; in an outbox `owner` is the sender and
+/// the first field the recipient.
+pub fn mail_records(
+    owner: &str,
+    disposition: Disposition,
+    text: &str,
+    fallback_time: Timestamp,
+) -> (Vec<Foreign>, Vec<Problem>) {
+    let sent = disposition == Disposition::Sent;
+    let parsed = if sent {
+        parse_outbox(text, fallback_time)
+    } else {
+        parse(text, fallback_time)
+    };
+    let records = parsed
+        .entries
+        .into_iter()
+        .map(|e| {
+            let (from, to) = if sent {
+                (owner.to_owned(), e.party)
+            } else {
+                (e.party, owner.to_owned())
+            };
+            Foreign {
+                id_key: IdKey::Parties,
+                disposition,
+                from,
+                to: Some(to),
+                // m_AI_l has no type field: a subject that starts by naming a kind
+                // (`CORRECTION: …`) says it.
+                kind: super::guess_kind(&e.subject).unwrap_or(Kind::Info),
+                subject: e.subject,
+                body: e.body,
+                priority: e.priority,
+                date: e.timestamp,
+                line: e.line,
+            }
+        })
+        .collect();
+    (records, parsed.problems)
+}
+
+/// One member of a `roster.md`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RosterRow {
+    pub line: usize,
+    pub handle: String,
+    pub role: String,
+    pub status: MemberStatus,
+}
+
+/// Reads a `roster.md`: its members, and a problem for each row that cannot be one (no handle;
+/// `HUMAN`, which m_AI_l lists in every roster but is the operator's global mailbox, never a
+/// member of a project).
+pub fn roster_rows(text: &str) -> (Vec<RosterRow>, Vec<Problem>) {
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    for (line, row) in table_rows(text) {
+        let Some(handle) = cell(&row, &["handle", "name", "member", "agent"]) else {
+            problems.push(Problem {
+                line,
+                message: "roster row without a handle; skipped".into(),
+            });
+            continue;
+        };
+        if handle.eq_ignore_ascii_case(HUMAN) {
+            problems.push(Problem {
+                line,
+                message: "HUMAN is the operator's global mailbox, reachable from every project, never a roster member; skipped".into(),
+            });
+            continue;
+        }
+        let status = match cell(&row, &["status", "state"])
+            .map(str::to_ascii_lowercase)
+            .as_deref()
+        {
+            Some("inactive") | Some("disabled") | Some("off") => MemberStatus::Inactive,
+            _ => MemberStatus::Active,
+        };
+        rows.push(RosterRow {
+            line,
+            handle: handle.to_owned(),
+            role: cell(&row, &["role", "description"])
+                .unwrap_or("")
+                .to_owned(),
+            status,
+        });
+    }
+    (rows, problems)
+}
+
+/// The first non-empty cell of a column named one of `keys` (spaces and dashes read as `_`).
+fn cell<'a>(row: &'a [(String, String)], keys: &[&str]) -> Option<&'a str> {
+    row.iter()
+        .find(|(k, _)| keys.iter().any(|want| k.replace([' ', '-'], "_") == *want))
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,5 +625,85 @@ mod tests {
         assert_eq!(rows[0].0, 4);
         assert_eq!(rows[0].1[0], ("handle".to_owned(), "BACKEND".to_owned()));
         assert_eq!(rows[1].1[2], ("status".to_owned(), "inactive".to_owned()));
+    }
+
+    #[test]
+    fn files_are_known_by_their_names() {
+        let pending = |o: &str| FileRole::Mail {
+            owner: o.into(),
+            disposition: Disposition::Pending,
+        };
+        let cases = [
+            ("roster.md", FileRole::Roster),
+            ("mailbox_BACKEND.md", pending("BACKEND")),
+            (
+                "mailbox_BACKEND_archive.md",
+                FileRole::Mail {
+                    owner: "BACKEND".into(),
+                    disposition: Disposition::Archived,
+                },
+            ),
+            (
+                "outbox_FRONTEND.md",
+                FileRole::Mail {
+                    owner: "FRONTEND".into(),
+                    disposition: Disposition::Sent,
+                },
+            ),
+            (
+                "mailbox_BACKEND.md.5f2a0c1e9b7d4a6f8e3c2b1a0d9f8e7c.tmp",
+                FileRole::Temp,
+            ),
+            ("ETAT_ACTUEL.md", FileRole::Other),
+            ("mailbox_.md", FileRole::Other),
+            ("mailbox_BACKEND.txt", FileRole::Other),
+        ];
+        for (name, role) in cases {
+            assert_eq!(file_role(name), role, "{name}");
+        }
+        assert!(is_human_mailbox("mailbox_HUMAN_archive.md"));
+        assert!(!is_human_mailbox("outbox_HUMAN.md"));
+    }
+
+    #[test]
+    fn human_rows_of_a_roster_are_reported_not_members() {
+        let text = "| Handle | Role | Mailbox | Status |\n|---|---|---|---|\n| HUMAN | Vision | C:\\dev\\common\\mailbox_HUMAN.md | active |\n| BACKEND | api | mailbox_BACKEND.md | disabled |\n|  | orphan | x | active |\n";
+        let (rows, problems) = roster_rows(text);
+        assert_eq!(
+            rows,
+            vec![RosterRow {
+                line: 4,
+                handle: "BACKEND".into(),
+                role: "api".into(),
+                status: MemberStatus::Inactive,
+            }]
+        );
+        let lines: Vec<usize> = problems.iter().map(|p| p.line).collect();
+        assert_eq!(lines, vec![3, 5]);
+        assert!(problems[0].message.starts_with("HUMAN is the operator's"));
+    }
+
+    #[test]
+    fn an_outbox_line_is_sent_by_the_files_owner_to_its_first_field() {
+        let text = "20261105-1430 // shop/OPS // CORRECTION: port 8081\n<!-- END -->\n";
+        let (records, problems) =
+            mail_records("FRONTEND", Disposition::Sent, text, Timestamp::UNIX_EPOCH);
+        assert_eq!(problems, vec![]);
+        let r = &records[0];
+        assert_eq!(
+            (r.from.as_str(), r.to.as_deref(), r.kind, r.line),
+            ("FRONTEND", Some("shop/OPS"), Kind::Correction, 1)
+        );
+        let (records, _) = mail_records(
+            "BACKEND",
+            Disposition::Archived,
+            "A // 20261105-1430 // H // s // b\n<!-- END -->",
+            Timestamp::UNIX_EPOCH,
+        );
+        assert_eq!(
+            (records[0].from.as_str(), records[0].to.as_deref()),
+            ("A", Some("BACKEND"))
+        );
+        assert_eq!(records[0].disposition, Disposition::Archived);
     }
 }

@@ -108,47 +108,23 @@ fn unquote(line: &str) -> &str {
     }
 }
 
-/// Parses the protocol's timestamps and the forms models write instead.
-pub fn parse_timestamp(s: &str) -> Option<Timestamp> {
-    let s = s.trim().trim_matches('`').trim();
-    if let Ok(t) = s.parse::<Timestamp>() {
-        return Some(t);
-    }
-    let bare = s
-        .trim_end_matches("UTC")
-        .trim_end_matches("GMT")
-        .trim_end_matches('Z')
-        .trim();
-    for fmt in [
-        "%Y-%m-%d %H:%M:%S",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%dT%H:%M",
-        "%Y-%m-%d",
-    ] {
-        if let Ok(dt) = jiff::civil::DateTime::strptime(fmt, bare) {
-            return dt
-                .to_zoned(jiff::tz::TimeZone::UTC)
-                .ok()
-                .map(|z| z.timestamp());
-        }
-        if let Ok(d) = jiff::civil::Date::strptime(fmt, bare) {
-            return d
-                .to_zoned(jiff::tz::TimeZone::UTC)
-                .ok()
-                .map(|z| z.timestamp());
-        }
-    }
-    None
-}
+pub use super::parse_time as parse_timestamp;
 
-fn parse_kind(s: &str) -> Option<Kind> {
-    let word: String = s
-        .trim()
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-        .collect();
-    word.parse().ok()
+/// The channel a file named `file_name` in the folder `folder` goes to when none is named: a
+/// protocol mailbox lives at `runs/<request-id>/mailbox.md`, so the run is the channel; any
+/// other file names its own (`run-42.md` → `run-42`); `imported` when that is not a name.
+pub fn default_channel(file_name: &str, folder: &str) -> String {
+    let candidate = if file_name == "mailbox.md" {
+        folder
+    } else {
+        file_name
+            .rsplit_once('.')
+            .map_or(file_name, |(stem, _)| stem)
+    };
+    match crate::name::Name::parse(candidate) {
+        Ok(_) => candidate.to_owned(),
+        Err(_) => "imported".to_owned(),
+    }
 }
 
 /// Reads a whole `mailbox.md`. `fallback_time` stands in for an unreadable timestamp (the
@@ -202,7 +178,7 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
                     }
                 }
                 Some((Field::From, v)) if from.is_none() => from = Some(v),
-                Some((Field::Type, v)) if kind.is_none() => match parse_kind(&v) {
+                Some((Field::Type, v)) if kind.is_none() => match super::guess_kind(&v) {
                     Some(kd) => kind = Some(kd),
                     None => {
                         out.problems.push(Problem {
@@ -318,6 +294,15 @@ mod tests {
     }
 
     const SEED_EXAMPLE: &str = "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** builder\n**Type:** INTERFACE_CHANGE\n**Subject:** Renamed `calc_stats()` to `compute_statistics()`\nThe function `calc_stats()` in `src/stats.R` was renamed.\n---\n**Timestamp:** 2026-03-13 14:45 UTC\n**From:** planner\n**Type:** HOLD_REQUEST\n**Subject:** Undefined symbol in equation (3)\nIn equation (3) of the uploaded PDF, the symbol is used but never defined.\n";
+
+    #[test]
+    fn the_channel_is_the_run_folder_or_the_files_stem() {
+        assert_eq!(default_channel("mailbox.md", "42"), "42");
+        assert_eq!(default_channel("run-42.md", "runs"), "run-42");
+        assert_eq!(default_channel("notes", "x"), "notes");
+        assert_eq!(default_channel("mailbox.md", ""), "imported");
+        assert_eq!(default_channel("_private.md", "x"), "imported");
+    }
 
     #[test]
     fn reads_the_protocols_own_example() {

@@ -34,7 +34,7 @@ impl Mailroom<'_> {
             .ok_or_else(|| Error::MessageNotFound {
                 prefix: prefix.to_owned(),
                 mailbox: me.clone(),
-                list: Fix::Recover,
+                list: Box::new(Fix::Recover),
             })
     }
 

@@ -6,7 +6,9 @@ use jiff::Timestamp;
 
 use crate::address::Address;
 use crate::error::{Error, Fix, Result};
-use crate::interchange::{Problem, mailbox_md, stable_hash};
+use crate::interchange::{
+    Disposition, Foreign, IdKey, Problem, content_key, mailbox_md, written_address,
+};
 use crate::message::{BROADCAST, ChannelRef, Kind, Listing, Message, MessageId, State, Stored};
 use crate::name::Name;
 use crate::ops::Mailroom;
@@ -272,14 +274,14 @@ impl Mailroom<'_> {
                                 "message {} is directed mail, not a broadcast",
                                 mine.id
                             ),
-                            fix: Fix::Cancel { id: mine.id },
+                            fix: Box::new(Fix::Cancel { id: mine.id }),
                         },
                     });
                 }
                 return Err(Error::MessageNotFound {
                     prefix: p,
                     mailbox: me.clone(),
-                    list: Fix::Broadcasts,
+                    list: Box::new(Fix::Broadcasts),
                 });
             }
             many => {
@@ -352,44 +354,33 @@ impl Mailroom<'_> {
             .map(|s| content_key(&s.message))
             .collect();
         for (position, entry) in parsed.entries.into_iter().enumerate() {
-            let from = match self.import_sender(&entry.from, project) {
-                Ok(a) => a,
-                Err(problem) => {
-                    report.problems.push(Problem {
-                        line: entry.line,
-                        message: problem,
-                    });
-                    continue;
-                }
-            };
-            let mut message = Message {
-                id: MessageId::generate(),
-                from,
-                to: vec![],
+            let record = Foreign {
+                id_key: IdKey::Content { position },
+                disposition: Disposition::Broadcast,
+                from: entry.from,
+                to: None,
                 subject: entry.subject,
                 body: entry.body,
                 kind: entry.kind,
                 priority: crate::message::Priority::Medium,
                 date: entry.timestamp,
-                reply_to: None,
-                thread: MessageId::generate(),
-                revision: 1,
-                edited: None,
-                channel: Some(channel.clone()),
+                line: entry.line,
             };
-            let key = content_key(&message);
-            if !known.insert(key) {
+            let message =
+                match self.foreign_message(&record, Some(project), vec![], Some(channel.clone())) {
+                    Ok(m) => m,
+                    Err(message) => {
+                        report.problems.push(Problem {
+                            line: entry.line,
+                            message,
+                        });
+                        continue;
+                    }
+                };
+            if !known.insert(content_key(&message)) {
                 report.duplicates += 1;
                 continue;
             }
-            // The protocol's minute precision cannot order entries within a minute; the file's
-            // order can: it goes into the id's milliseconds.
-            let at = entry
-                .timestamp
-                .checked_add(jiff::SignedDuration::from_millis(position as i64))
-                .unwrap_or(entry.timestamp);
-            message.id = MessageId::derived(at, key);
-            message.thread = message.id;
             if self.store.append(&channel, &message)? {
                 report.imported += 1;
             } else {
@@ -399,17 +390,20 @@ impl Mailroom<'_> {
         Ok(report)
     }
 
-    /// The address an imported sender name stands for: `name` or `name@project` as written,
-    /// else the name with what the naming rule refuses replaced by `-`.
+    /// The address a sender or recipient name from another system stands for, the one rule
+    /// every importer follows: `HUMAN`, `name` or `name@project` as written (m_AI_l's
+    /// `ORIGIN/name` is `name@ORIGIN`), else the name with what the naming rule refuses
+    /// replaced by `-`, in `project`.
     pub(crate) fn import_sender(
         &self,
         written: &str,
         project: &Name,
     ) -> std::result::Result<Address, String> {
-        if written.trim().eq_ignore_ascii_case(crate::address::HUMAN) {
+        let address = written_address(written);
+        if address.eq_ignore_ascii_case(crate::address::HUMAN) {
             return Ok(Address::human());
         }
-        if let Ok(spec) = crate::address::AddressSpec::parse(written.trim()) {
+        if let Ok(spec) = crate::address::AddressSpec::parse(&address) {
             return Ok(Address::in_project(
                 spec.handle,
                 spec.project.unwrap_or_else(|| project.clone()),
@@ -425,8 +419,8 @@ impl Mailroom<'_> {
         written: &str,
         fallback: &Name,
     ) -> std::result::Result<Address, String> {
-        let w = written.trim();
-        if let Ok(spec) = crate::address::AddressSpec::parse(w) {
+        let w = written_address(written);
+        if let Ok(spec) = crate::address::AddressSpec::parse(&w) {
             if spec.project.is_none() && !spec.is_human() {
                 if let Ok(found) = self.active_elsewhere(&spec.handle, None) {
                     if let [only] = found.as_slice() {
@@ -435,7 +429,7 @@ impl Mailroom<'_> {
                 }
             }
         }
-        self.import_sender(w, fallback)
+        self.import_sender(written, fallback)
     }
 
     fn import_sender_cleaned(
@@ -493,17 +487,4 @@ impl Mailroom<'_> {
         }
         Ok(None)
     }
-}
-
-/// What makes two channel entries the same for imports: the protocol's own fields, at the
-/// protocol's minute precision.
-fn content_key(m: &Message) -> u128 {
-    let minute = m.date.as_second().div_euclid(60).to_string();
-    stable_hash(&[
-        &minute,
-        m.from.handle.as_str(),
-        m.kind.as_str(),
-        m.subject.trim(),
-        m.body.trim(),
-    ])
 }

@@ -127,9 +127,9 @@ impl Mailroom<'_> {
                             what: "project",
                             written: project.to_string(),
                             existing: close.to_string(),
-                            create: Fix::AddProject {
+                            create: Box::new(Fix::AddProject {
                                 project: project.to_string(),
-                            },
+                            }),
                         });
                     }
                 }
@@ -153,10 +153,10 @@ impl Mailroom<'_> {
                             written: address.to_string(),
                             existing: Address::in_project(close.clone(), project.clone())
                                 .to_string(),
-                            create: Fix::AddMember {
+                            create: Box::new(Fix::AddMember {
                                 handle: handle.to_string(),
                                 project: project.to_string(),
-                            },
+                            }),
                         });
                     }
                 }
@@ -204,10 +204,10 @@ impl Mailroom<'_> {
                     "project '{}' has policy roster and you ({me}) are not on its roster",
                     p.name
                 ),
-                fix: Fix::AskFor(Box::new(Fix::AddMember {
+                fix: Box::new(Fix::AskFor(Box::new(Fix::AddMember {
                     handle: me.handle.to_string(),
                     project: p.name.to_string(),
-                })),
+                }))),
             }),
             _ => Ok(()),
         }
@@ -234,9 +234,9 @@ impl Mailroom<'_> {
             reason: format!(
                 "only the active members of project '{project}' and HUMAN may change its roster or policy, and you are {actor}"
             ),
-            fix: Fix::Roster {
+            fix: Box::new(Fix::Roster {
                 project: project.to_string(),
-            },
+            }),
         })
     }
 
@@ -261,16 +261,16 @@ impl Mailroom<'_> {
             .map_err(|e| match e {
                 Error::Inactive { address } => Error::RefusedWith {
                     reason: format!("you ({address}) are inactive in project '{p}'"),
-                    fix: Fix::AskFor(Box::new(Fix::Activate {
+                    fix: Box::new(Fix::AskFor(Box::new(Fix::Activate {
                         handle: address.handle.to_string(),
                         project: p.to_string(),
-                    })),
+                    }))),
                 },
                 Error::UnknownHandle { handle, project, .. } => Error::RefusedWith {
                     reason: format!(
                         "you ({handle}) are not on the roster of project '{project}', whose policy is roster"
                     ),
-                    fix: Fix::AskFor(Box::new(Fix::AddMember { handle, project })),
+                    fix: Box::new(Fix::AskFor(Box::new(Fix::AddMember { handle, project }))),
                 },
                 other => other,
             }),
@@ -426,10 +426,10 @@ impl Mailroom<'_> {
         if !created && p.policy != policy {
             return Err(Error::RefusedWith {
                 reason: format!("project '{name}' exists with policy {}", p.policy.as_str()),
-                fix: Fix::SetPolicy {
+                fix: Box::new(Fix::SetPolicy {
                     project: name.to_string(),
                     policy,
-                },
+                }),
             });
         }
         Ok((p, created))
@@ -478,20 +478,8 @@ impl Mailroom<'_> {
         if let Some(m) = self.store.member(project, &handle)? {
             return Err(already_member(&m.handle, project));
         }
-        let now = self.now();
-        self.store.ensure_project(&Project {
-            name: project.clone(),
-            policy: Policy::Open,
-            created: now,
-        })?;
-        let member = Member {
-            handle: handle.clone(),
-            role: crate::text::clean_line(role),
-            status,
-            joined: now,
-            since: None,
-        };
-        if self.store.add_member(project, &member)? {
+        let (member, added) = self.enlist(project, handle.clone(), role, status)?;
+        if added {
             Ok(member)
         } else {
             Err(already_member(&handle, project))
@@ -566,9 +554,9 @@ impl Mailroom<'_> {
 fn already_member(handle: &Name, project: &Name) -> Error {
     Error::RefusedWith {
         reason: format!("'{handle}' is already on the roster of project '{project}'"),
-        fix: Fix::ChangeStatus {
+        fix: Box::new(Fix::ChangeStatus {
             project: project.to_string(),
-        },
+        }),
     }
 }
 

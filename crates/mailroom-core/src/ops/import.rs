@@ -2,32 +2,81 @@
 //! an id derived from where it came from, so a second import of the same source finds it and
 //! adds nothing.
 
-use jiff::Timestamp;
-
 use crate::address::Address;
 use crate::error::Result;
-use crate::interchange::stable_hash;
-use crate::message::{ChannelRef, Kind, Message, MessageId, Priority, State};
+pub use crate::interchange::Foreign;
+use crate::interchange::{Disposition, derived_id};
+use crate::message::{BROADCAST, ChannelRef, Message, MessageId, State};
 use crate::name::Name;
 use crate::ops::Mailroom;
 use crate::store::{Member, MemberStatus, Policy, Project};
+use crate::text::MAX_BODY_BYTES;
 
-/// A record read from another system, before it becomes a message.
+/// What importing one record did.
 #[derive(Clone, Debug)]
-pub struct Foreign {
-    /// Where it came from, unique within the source (a file and line, a file name).
-    pub source_key: String,
-    /// The sender as written there (`name`, `name@project`, `ORIGIN/NAME`, `HUMAN`).
-    pub from: String,
-    pub subject: String,
-    pub body: String,
-    pub kind: Kind,
-    pub priority: Priority,
-    pub date: Timestamp,
+pub struct Imported {
+    /// Whether it added the message (`false`: a re-import found it).
+    pub added: bool,
+    pub id: MessageId,
+    pub from: Address,
 }
 
 impl Mailroom<'_> {
-    /// The message a foreign record becomes; `Err` says why its sender cannot be a handle.
+    /// Imports one record where its disposition says: a copy for its recipient (unread or
+    /// archived), a trace in its sender's outbox, or an entry of `project`'s broadcast channel
+    /// (retracted or not). `scope` is the project the record was found in, `None` for mail found
+    /// outside any (the operator's mailbox), where `project` only stands in for names that
+    /// belong nowhere. `Ok(Err(reason))`: this record is skipped, and why.
+    pub fn import_record(
+        &self,
+        record: &Foreign,
+        scope: Option<&Name>,
+        project: &Name,
+    ) -> Result<std::result::Result<Imported, String>> {
+        let (to, channel) = match record.disposition {
+            Disposition::Broadcast | Disposition::Retracted => {
+                (vec![], Some(self.channel_ref(project, BROADCAST)?))
+            }
+            Disposition::Pending | Disposition::Archived | Disposition::Sent => {
+                let Some(written) = record.to.as_deref() else {
+                    return Ok(Err("no recipient; skipped".into()));
+                };
+                match self.import_sender(written, project) {
+                    Ok(to) => (vec![to], None),
+                    Err(e) => return Ok(Err(e)),
+                }
+            }
+        };
+        let message = match self.foreign_message(record, scope, to, channel) {
+            Ok(m) => m,
+            Err(e) => return Ok(Err(e)),
+        };
+        let added = match (&message.channel, message.to.first()) {
+            (Some(all), _) => {
+                self.import_entry(all, &message, record.disposition == Disposition::Retracted)?
+            }
+            (None, Some(_)) if record.disposition == Disposition::Sent => {
+                self.import_sent(&message)?
+            }
+            (None, Some(to)) => {
+                let state = if record.disposition == Disposition::Pending {
+                    State::Unread
+                } else {
+                    State::Done
+                };
+                self.import_mail(to, &message, state)?
+            }
+            (None, None) => return Ok(Err("no recipient; skipped".into())),
+        };
+        Ok(Ok(Imported {
+            added,
+            id: message.id,
+            from: message.from,
+        }))
+    }
+
+    /// The message a foreign record becomes; `Err` says why it cannot be one (its sender
+    /// cannot be a handle, its body is over the limit the store reads back).
     pub fn foreign_message(
         &self,
         record: &Foreign,
@@ -35,21 +84,21 @@ impl Mailroom<'_> {
         to: Vec<Address>,
         channel: Option<ChannelRef>,
     ) -> std::result::Result<Message, String> {
-        let written = match record.from.split_once('/') {
-            // m_AI_l writes cross-project senders as ORIGIN/HANDLE.
-            Some((origin, handle)) => format!("{handle}@{origin}"),
-            None => record.from.clone(),
-        };
+        if record.body.len() > MAX_BODY_BYTES {
+            return Err(format!(
+                "the body is {} bytes, over mailroom's limit of {MAX_BODY_BYTES} bytes (1 MiB); skipped",
+                record.body.len()
+            ));
+        }
         let fallback = Name::parse(crate::identity::DEFAULT_PROJECT).map_err(|e| e.to_string())?;
         let from = match project {
-            Some(p) => self.import_sender(&written, p)?,
+            Some(p) => self.import_sender(&record.from, p)?,
             // Outside any project (the operator's mailbox): where that handle is a member.
-            None => self.import_sender_anywhere(&written, &fallback)?,
+            None => self.import_sender_anywhere(&record.from, &fallback)?,
         };
-        let id = MessageId::derived(record.date, stable_hash(&["import", &record.source_key]));
         let subject = crate::text::clean_line(&record.subject);
-        Ok(Message {
-            id,
+        let mut message = Message {
+            id: MessageId::generate(),
             from,
             to,
             subject: if subject.is_empty() {
@@ -62,11 +111,14 @@ impl Mailroom<'_> {
             priority: record.priority,
             date: record.date,
             reply_to: None,
-            thread: id,
+            thread: MessageId::generate(),
             revision: 1,
             edited: None,
             channel,
-        })
+        };
+        message.id = derived_id(&record.id_key, &message);
+        message.thread = message.id;
+        Ok(message)
     }
 
     /// Delivers an imported message to `to` in `state` unless a copy is already there;
@@ -165,7 +217,7 @@ impl Mailroom<'_> {
     }
 
     /// Adds a member unless one with that handle exists (creating an open project on first
-    /// use); returns whether it added.
+    /// use); returns whether it added. `HUMAN` is never a member: it is refused with `false`.
     pub fn import_member(
         &self,
         project: &Name,
@@ -176,22 +228,36 @@ impl Mailroom<'_> {
         let Ok(handle) = Name::parse(handle) else {
             return Ok(false);
         };
+        if handle.matches(crate::address::HUMAN) {
+            return Ok(false);
+        }
+        Ok(self.enlist(project, handle, role, status)?.1)
+    }
+
+    /// Writes a new member of `project` (creating it open on first use) unless one with that
+    /// handle is there: the member as written, and whether it was added.
+    pub(crate) fn enlist(
+        &self,
+        project: &Name,
+        handle: Name,
+        role: &str,
+        status: MemberStatus,
+    ) -> Result<(Member, bool)> {
         let now = self.now();
         self.store.ensure_project(&Project {
             name: project.clone(),
             policy: Policy::Open,
             created: now,
         })?;
-        self.store.add_member(
-            project,
-            &Member {
-                handle,
-                role: crate::text::clean_line(role),
-                status,
-                joined: now,
-                since: None,
-            },
-        )
+        let member = Member {
+            handle,
+            role: crate::text::clean_line(role),
+            status,
+            joined: now,
+            since: None,
+        };
+        let added = self.store.add_member(project, &member)?;
+        Ok((member, added))
     }
 
     /// The handle a name from another system becomes (see [`Mailroom::import_sender`]).

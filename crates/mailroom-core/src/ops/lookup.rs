@@ -15,7 +15,7 @@ impl Mailroom<'_> {
             0 => Err(Error::MessageNotFound {
                 prefix,
                 mailbox: mailbox.clone(),
-                list,
+                list: Box::new(list),
             }),
             1 => Ok(found.remove(0)),
             _ => Err(Error::AmbiguousId {
@@ -49,7 +49,7 @@ impl Mailroom<'_> {
                                 "message {} is a broadcast; broadcasts are never edited or cancelled",
                                 m.id
                             ),
-                            fix: Fix::Retract { id: m.id },
+                            fix: Box::new(Fix::Retract { id: m.id }),
                         });
                     }
                     return Err(Error::Refused({
@@ -93,7 +93,7 @@ impl Mailroom<'_> {
         Err(Error::MessageNotFound {
             prefix: p,
             mailbox: me.clone(),
-            list: Fix::Outbox,
+            list: Box::new(Fix::Outbox),
         })
     }
 }

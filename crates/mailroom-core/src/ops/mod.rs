@@ -23,7 +23,7 @@ use crate::store::Store;
 pub use archive::{Search, SearchHit};
 pub use channels::{ChannelRead, ChannelSummary, ImportReport};
 pub use directory::{Candidate, MemberContext, Resolution};
-pub use import::Foreign;
+pub use import::{Foreign, Imported};
 pub use inject::{HookAnswer, HookEvent};
 pub use lifecycle::{Inbox, Read, urgency_order};
 pub use revise::{CancelReport, EditOutcome, EditPatch, EditReport, OutboxEntry};

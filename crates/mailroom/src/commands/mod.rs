@@ -99,6 +99,7 @@ enum Reads {
 fn reads_only(command: &Command) -> Reads {
     use crate::cli::ChannelAction;
     match command {
+        Command::Done { all: true, .. } => Reads::Listing,
         Command::Read { .. }
         | Command::Done { .. }
         | Command::Edit(_)

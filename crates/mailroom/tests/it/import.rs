@@ -392,3 +392,93 @@ fn import_mailbox_md_names_the_channel_after_any_other_file_and_reports_a_missin
         "the file's stem is the channel"
     );
 }
+
+/// Regression: m_AI_l lists HUMAN in every roster.md, and each import made the operator a
+/// member named HUMAN of each project.
+#[test]
+fn import_m_ai_l_never_makes_human_a_roster_member() {
+    let home = Home::new();
+    let tree = fixture(&home, "m_ai_l_windows");
+    let run = home
+        .cmd(["--json", "import", "m_ai_l"])
+        .args([tree.join("common")])
+        .json();
+    let reported: Vec<(String, u64)> = run["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter(|p| {
+            p["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("HUMAN")
+        })
+        .map(|p| {
+            (
+                p["file"].as_str().unwrap_or_default().replace('\\', "/"),
+                p["line"].as_u64().unwrap_or_default(),
+            )
+        })
+        .filter_map(|(f, l)| {
+            f.rsplit_once("m_ai_l_windows/")
+                .map(|(_, f)| (f.to_owned(), l))
+        })
+        .collect();
+    assert_eq!(
+        reported,
+        vec![
+            ("common/roster.md".to_owned(), 3),
+            ("atornai/roster.md".to_owned(), 3)
+        ],
+        "each HUMAN row is reported by file and line"
+    );
+    for project in ["ATORNAI", "COMMON"] {
+        let roster = home.cmd(["--json", "--project", project, "roster"]).json();
+        let handles: Vec<&str> = roster["members"]
+            .as_array()
+            .expect("members")
+            .iter()
+            .filter_map(|m| m["handle"].as_str())
+            .collect();
+        assert!(
+            !handles.contains(&"HUMAN"),
+            "{project}'s roster holds {handles:?}"
+        );
+    }
+}
+
+/// Regression: an imported message bigger than the body limit was stored, and the store then
+/// could not read it back.
+#[test]
+fn import_skips_and_reports_a_message_over_the_body_limit() {
+    let _s = settings().bind_to_scope();
+    let home = Home::new();
+    let huge = "x".repeat(mailroom_core::text::MAX_BODY_BYTES + 1);
+    let tree = fixture(&home, "repo-mailbox");
+    std::fs::write(
+        tree.join("api/inbox/20260313T160000Z-ffff-from-web.md"),
+        format!("---\nfrom: web\nto: api\nsubject: Huge\ndate: 2026-03-13T16:00:00Z\n---\n{huge}"),
+    )
+    .expect("write a huge message");
+    let run = home.cmd(["import", "repo-mailbox"]).args([&tree]).ok();
+    assert_snapshot!("body_limit_repo_mailbox", home.show(&run));
+    let inbox = home.as_("api", ["--json", "inbox"]).json();
+    assert!(
+        summary(&inbox)
+            .iter()
+            .all(|(_, subject, _)| subject != "Huge"),
+        "the huge message is not imported"
+    );
+
+    let file = home.root().join("run-7.md");
+    std::fs::write(
+        &file,
+        format!("---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** builder\n**Type:** INFO\n**Subject:** Huge\n\n{huge}\n---\n**Timestamp:** 2026-03-13 14:23 UTC\n**From:** builder\n**Type:** INFO\n**Subject:** Small\n\nfits\n"),
+    )
+    .expect("write a mailbox file");
+    let run = home
+        .as_("leader", ["import", "mailbox-md"])
+        .args([&file])
+        .ok();
+    assert_snapshot!("body_limit_mailbox_md", home.show(&run));
+}

@@ -6,9 +6,9 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use mailroom_core::interchange::Problem;
+use mailroom_core::Error;
+use mailroom_core::interchange::{Problem, mailbox_md};
 use mailroom_core::ops::ImportReport;
-use mailroom_core::{Error, Name};
 use serde_json::json;
 
 mod m_ai_l_tree;
@@ -88,22 +88,15 @@ pub fn import(
     print_file_reports(ctx, &reports)
 }
 
-/// A protocol mailbox lives at `runs/<request-id>/mailbox.md`: the run is the channel. Any
-/// other file names its own channel (`run-42.md` → `run-42`).
+/// The channel a `mailbox.md` file goes to when none is named (see
+/// [`mailbox_md::default_channel`]).
 fn default_channel(path: &Path) -> String {
-    let candidate = if file_name_of(path) == "mailbox.md" {
-        path.parent()
-            .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    } else {
-        file_stem(path)
-    };
-    if Name::parse(&candidate).is_ok() {
-        candidate
-    } else {
-        "imported".to_owned()
-    }
+    let folder = path
+        .parent()
+        .and_then(|p| p.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    mailbox_md::default_channel(&file_name_of(path), &folder)
 }
 
 pub fn print_report(ctx: &Ctx, file: &str, reports: &[ImportReport]) -> Result<()> {
@@ -157,12 +150,6 @@ fn print_file_reports(ctx: &Ctx, reports: &[FileReport]) -> Result<()> {
     Ok(())
 }
 
-pub(super) fn list_md(dir: &Path) -> Vec<PathBuf> {
-    let mut files = list_files(dir);
-    files.retain(|p| p.extension().is_some_and(|e| e == "md"));
-    files
-}
-
 /// The regular files of `dir`, sorted (none when it cannot be listed).
 pub(super) fn list_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -173,24 +160,11 @@ pub(super) fn list_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-pub(super) fn cell<'a>(row: &'a [(String, String)], keys: &[&str]) -> Option<&'a str> {
-    row.iter()
-        .find(|(k, _)| keys.iter().any(|want| k.replace([' ', '-'], "_") == *want))
-        .map(|(_, v)| v.as_str())
-        .filter(|v| !v.is_empty())
-}
-
 pub(super) fn problem_only(message: String) -> ImportReport {
     ImportReport {
         problems: vec![Problem { line: 1, message }],
         ..ImportReport::default()
     }
-}
-
-pub(super) fn file_stem(p: &Path) -> String {
-    p.file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 pub(super) fn file_name_of(p: &Path) -> String {
