@@ -136,6 +136,7 @@ macro_rules! __cases {
             contract::lookups_of_unknown_things_are_empty,
             contract::ensure_project_and_add_member_are_idempotent,
             contract::a_watch_wakes_for_mail_delivered_after_it_started,
+            contract::a_watch_wakes_for_broadcasts_posted_after_it_started,
             contract::claim_key_returns_the_first_claimant,
             contract::claim_origin_names_the_first_path,
             contract::listings_are_oldest_first_and_everything_spans_states,
