@@ -455,3 +455,33 @@ pub fn a_watch_wakes_for_mail_delivered_after_it_started(store: &dyn Store) {
         "a delivery after the watch started wakes it"
     );
 }
+
+pub fn a_watch_wakes_for_broadcasts_posted_after_it_started(store: &dyn Store) {
+    let bob = addr("bob@web");
+    let all = mailroom_core::message::ChannelRef {
+        project: name("web"),
+        name: name(mailroom_core::message::BROADCAST),
+    };
+    let broadcast = |body: &str| {
+        let mut m = message("alice@web", "bob@web", body);
+        m.to = vec![];
+        m.channel = Some(all.clone());
+        m
+    };
+    let mut watch = store.watch(&bob).expect("watch");
+    // The project's first broadcast: its channel did not exist when the watch started.
+    assert!(store.append(&all, &broadcast("first")).expect("append"));
+    assert!(
+        watch
+            .wait(Some(std::time::Duration::from_secs(10)))
+            .expect("wait"),
+        "the project's first broadcast wakes a member's watch"
+    );
+    assert!(store.append(&all, &broadcast("second")).expect("append"));
+    assert!(
+        watch
+            .wait(Some(std::time::Duration::from_secs(10)))
+            .expect("wait"),
+        "and so does every later one"
+    );
+}

@@ -30,6 +30,7 @@ pub mod lifecycle;
 pub mod lookup;
 pub mod revise;
 pub mod sending;
+pub mod waiting;
 
 use mailroom_core::Store;
 
@@ -136,6 +137,11 @@ macro_rules! __cases {
             contract::lookups_of_unknown_things_are_empty,
             contract::ensure_project_and_add_member_are_idempotent,
             contract::a_watch_wakes_for_mail_delivered_after_it_started,
+            contract::a_watch_wakes_for_broadcasts_posted_after_it_started,
+            waiting::wait_returns_what_arrived_at_once,
+            waiting::wait_times_out_at_its_deadline,
+            waiting::wait_and_watch_stop_soon_when_cancelled,
+            waiting::watch_hands_over_each_message_once_until_told_to_stop,
             contract::claim_key_returns_the_first_claimant,
             contract::claim_origin_names_the_first_path,
             contract::listings_are_oldest_first_and_everything_spans_states,

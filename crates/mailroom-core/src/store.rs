@@ -276,8 +276,10 @@ pub trait Store {
     /// The project's channels that have entries (or retracted ones), sorted by name.
     fn channels(&self, project: &Name) -> Result<Vec<Name>>;
 
-    /// Starts watching `mailbox` for newly delivered mail. Mail delivered after this returns
-    /// wakes the watch, so a caller that checks after starting the watch misses nothing.
+    /// Starts watching `mailbox` for newly delivered mail: directed mail, and for a project
+    /// member the project's broadcasts (all that `peek` lists). Mail delivered or posted after
+    /// this returns wakes the watch, so a caller that checks after starting the watch misses
+    /// nothing.
     fn watch(&self, mailbox: &Address) -> Result<Box<dyn Watch + Send>>;
 
     /// A cheap token that changes whenever mail may have arrived for `mailbox` (directed mail

@@ -1228,13 +1228,13 @@ impl Store for FsStore {
             )
         })?;
         let unread = bx.open_or_create(state_dir_name(State::Unread))?;
-        // inotify takes a path: the directory's own descriptor, so no link is followed.
-        let path = PathBuf::from(format!(
-            "/proc/self/fd/{}",
-            std::os::fd::AsRawFd::as_raw_fd(&unread.as_fd())
-        ));
-        let w = watch::FsWatch::new(&path)?;
-        drop(unread);
+        let mut w = watch::FsWatch::new(&unread)?;
+        // A member's broadcasts land in the project's `all` channel, which may not exist yet.
+        if let Some(project) = mailbox.project() {
+            if let Some(dir) = self.project_dir(project, false)? {
+                w.also(dir, &[CHANNELS, mailroom_core::message::BROADCAST, ENTRIES])?;
+            }
+        }
         Ok(Box::new(w))
     }
 

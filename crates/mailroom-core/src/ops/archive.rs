@@ -16,7 +16,7 @@ impl Mailroom<'_> {
         self.store.recently_archived(me, limit)
     }
 
-    /// Puts an archived message back to pending (read), so it is delivered again.
+    /// Puts an archived message back to pending (read), so listings show it again.
     pub fn restore(&self, me: &Address, prefix: &str) -> Result<Stored> {
         let found = self.find_one(me, prefix, Fix::Recover)?;
         if found.state != State::Done {
@@ -63,8 +63,8 @@ impl Mailroom<'_> {
         )
     }
 
-    /// Messages in the mailbox (every state) and in the outbox whose subject or body contains
-    /// `query`, case-insensitively, oldest first.
+    /// Messages in the mailbox (every state), in the project's channels and in the outbox whose
+    /// subject or body contains `query`, case-insensitively, oldest first.
     pub fn search(&self, me: &Address, query: &str) -> Result<Search> {
         let q = query.trim().to_lowercase();
         if q.is_empty() {

@@ -42,7 +42,6 @@ pub struct ImportReport {
     pub problems: Vec<Problem>,
 }
 
-/// The reader name a mailbox uses in seen sets.
 /// Whether a HOLD_REQUEST from `me` must also reach HUMAN: it waits for a human, and HUMAN is
 /// neither its sender nor among its recipients.
 pub(crate) fn forwards_to_human(me: &Address, message: &Message) -> bool {
@@ -50,6 +49,7 @@ pub(crate) fn forwards_to_human(me: &Address, message: &Message) -> bool {
     message.kind == Kind::HoldRequest && *me != human && !message.to.contains(&human)
 }
 
+/// The reader name a mailbox uses in seen sets.
 fn reader(me: &Address) -> &Name {
     &me.handle
 }

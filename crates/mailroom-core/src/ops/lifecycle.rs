@@ -11,9 +11,10 @@ use crate::text::reply_subject;
 /// What `inbox` shows.
 #[derive(Clone, Debug)]
 pub struct Inbox {
-    /// Shown messages, most urgent first, each with the state it had before this call.
+    /// Shown messages: directed mail most urgent first, then broadcasts oldest first, each with
+    /// the state it had before this call.
     pub messages: Vec<Stored>,
-    /// Pending messages left out by the limit.
+    /// Messages left out by the limit (or the budget), directed mail and broadcasts.
     pub more: usize,
     /// The ids of those left out, most urgent first.
     pub left_out: Vec<MessageId>,
@@ -43,7 +44,8 @@ pub fn urgency_key(s: &Stored) -> (bool, crate::message::Priority, MessageId) {
 }
 
 impl Mailroom<'_> {
-    /// Pending directed mail, most urgent first; marks what it shows as read.
+    /// Pending directed mail, most urgent first, then unseen broadcasts; marks what it shows
+    /// read (and seen).
     pub fn inbox(&self, me: &Address, limit: Option<usize>) -> Result<Inbox> {
         let mut left = limit.unwrap_or(usize::MAX);
         self.take(

@@ -1,5 +1,6 @@
 //! Naming a message by a prefix of its id: unique, ambiguous, unknown, malformed. Invariant: a
-//! prefix names exactly one message or is an error that says why; it never guesses.
+//! prefix names one message (a pending copy before an archived one) or is an error that says
+//! why; among several candidates it never picks one.
 
 use crate::address::Address;
 use crate::error::{Error, Fix, Result};

@@ -28,7 +28,7 @@ pub use inject::{HookAnswer, HookEvent};
 pub use lifecycle::{Inbox, Read, urgency_order};
 pub use revise::{CancelReport, EditOutcome, EditPatch, EditReport, OutboxEntry};
 pub use send::{Draft, MAX_RECIPIENTS, Sent};
-pub use wait::WaitFor;
+pub use wait::{Cancel, WaitFor, Waited, Watched};
 
 use lookup::check_prefix;
 

@@ -1,12 +1,19 @@
-//! Waiting for mail: block until new directed mail (or a reply to a given message) is
-//! pending, woken by the store's watch rather than by polling. Nothing changes state.
+//! Waiting for mail: `wait` blocks until new directed mail (or a reply to a given message) is
+//! pending; `watch` follows a mailbox and hands over each message as it lands. Both are woken by
+//! the store's watch, never by polling for mail, and both stop at a deadline or when their
+//! [`Cancel`] token is set, which they notice within [`Cancel::SLICE`]. Nothing changes state.
 
+use std::collections::HashSet;
+use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::address::{Address, AddressSpec};
 use crate::error::{Error, Result};
 use crate::message::{State, Stored};
 use crate::ops::Mailroom;
+use crate::store::Watch;
 
 /// What `wait` waits for.
 #[derive(Clone, Debug, Default)]
@@ -15,14 +22,104 @@ pub struct WaitFor {
     pub from: Option<String>,
     /// Only replies to the message this id (or unique prefix) names.
     pub reply_to: Option<String>,
-    /// Give up after this long; `None` waits without limit.
-    pub timeout: Option<Duration>,
+}
+
+impl WaitFor {
+    /// The error a front end reports when nothing arrived within `waited`.
+    pub fn timed_out(&self, waited: Duration) -> Error {
+        let for_what = match (&self.from, &self.reply_to) {
+            (_, Some(id)) => format!("a reply to {id}"),
+            (Some(f), None) => format!("mail from {f}"),
+            (None, None) => "new mail".to_owned(),
+        };
+        Error::Timeout(format!(
+            "no {for_what} arrived within {waited:?}; wait again, or check `mailroom inbox`"
+        ))
+    }
+}
+
+/// A token that stops a `wait` or `watch` from another thread (an async server's task, a
+/// signal handler): clones share one flag.
+#[derive(Clone, Debug, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    /// The longest a set token can go unnoticed.
+    pub const SLICE: Duration = Duration::from_millis(100);
+
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Asks every operation holding this token (or a clone) to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// How a `wait` ended.
+#[derive(Clone, Debug)]
+pub enum Waited {
+    /// The matching pending mail, as soon as there was some.
+    Arrived(Vec<Stored>),
+    TimedOut,
+    Cancelled,
+}
+
+/// How a `watch` ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watched {
+    TimedOut,
+    Cancelled,
+    /// The callback asked to stop.
+    Stopped,
+}
+
+/// Why sleeping stopped without a wake-up.
+enum Stop {
+    TimedOut,
+    Cancelled,
+}
+
+/// Sleeps until `watch` wakes (`None`), the deadline passes or `cancel` is set, in slices of
+/// at most [`Cancel::SLICE`] so the token is checked often enough.
+fn sleep(
+    watch: &mut dyn Watch,
+    deadline: Option<Instant>,
+    cancel: &Cancel,
+) -> Result<Option<Stop>> {
+    loop {
+        if cancel.is_cancelled() {
+            return Ok(Some(Stop::Cancelled));
+        }
+        let slice = match deadline {
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(r) if !r.is_zero() => r.min(Cancel::SLICE),
+                _ => return Ok(Some(Stop::TimedOut)),
+            },
+            None => Cancel::SLICE,
+        };
+        if watch.wait(Some(slice))? {
+            return Ok(None);
+        }
+    }
 }
 
 impl Mailroom<'_> {
     /// Returns the matching pending mail as soon as there is some: unread mail (new to the
-    /// reader), or with `reply_to`, any pending reply to that message. Marks nothing read.
-    pub fn wait(&self, me: &Address, what: &WaitFor) -> Result<Vec<Stored>> {
+    /// reader), or with `reply_to`, any pending reply to that message. Gives up at `deadline`
+    /// (`None`: never) or when `cancel` is set. Marks nothing read.
+    pub fn wait(
+        &self,
+        me: &Address,
+        what: &WaitFor,
+        deadline: Option<Instant>,
+        cancel: &Cancel,
+    ) -> Result<Waited> {
         let from = match &what.from {
             Some(f) => Some(self.sender_named(me, f)?),
             None => None,
@@ -32,7 +129,6 @@ impl Mailroom<'_> {
             .as_deref()
             .map(super::check_prefix)
             .transpose()?;
-        let deadline = what.timeout.map(|t| Instant::now() + t);
         // The watch starts before the first look, so mail that lands in between still wakes it.
         let mut watch = self.store.watch(me)?;
         loop {
@@ -51,17 +147,61 @@ impl Mailroom<'_> {
                 })
                 .collect();
             if !matching.is_empty() {
-                return Ok(matching);
+                return Ok(Waited::Arrived(matching));
             }
-            let remaining = match deadline {
-                Some(d) => match d.checked_duration_since(Instant::now()) {
-                    Some(r) if !r.is_zero() => Some(r),
-                    _ => return Err(timed_out(what)),
+            match sleep(watch.as_mut(), deadline, cancel)? {
+                None => {}
+                Some(Stop::TimedOut) => return Ok(Waited::TimedOut),
+                Some(Stop::Cancelled) => return Ok(Waited::Cancelled),
+            }
+        }
+    }
+
+    /// The mailbox `watch` follows: `me`'s own, or the one `target` names in `me`'s project.
+    pub fn watch_target(&self, me: &Address, target: Option<&str>) -> Result<Address> {
+        let Some(t) = target else {
+            return Ok(me.clone());
+        };
+        let r = self.resolve(me.project(), t)?;
+        r.chosen
+            .map(|c| c.address)
+            .ok_or_else(|| match me.project() {
+                Some(p) => Error::UnknownHandle {
+                    handle: t.to_owned(),
+                    project: p.to_string(),
+                    suggestions: vec![],
                 },
-                None => None,
-            };
-            if !watch.wait(remaining)? && deadline.is_some() {
-                return Err(timed_out(what));
+                None => Error::HandleNowhere {
+                    handle: t.to_owned(),
+                },
+            })
+    }
+
+    /// Follows `target`'s mailbox: hands `each` what is pending now (directed mail and unseen
+    /// broadcasts, oldest first), then each message as it lands, every message once, until
+    /// `each` breaks, `deadline` passes or `cancel` is set. Marks nothing read or seen.
+    pub fn watch(
+        &self,
+        target: &Address,
+        deadline: Option<Instant>,
+        cancel: &Cancel,
+        mut each: impl FnMut(&Stored) -> ControlFlow<()>,
+    ) -> Result<Watched> {
+        // The watch starts before the first look, so mail that lands in between still wakes it.
+        let mut watch = self.store.watch(target)?;
+        let mut shown = HashSet::new();
+        loop {
+            let mut listing = self.peek(target)?.messages;
+            listing.sort_by_key(|s| s.message.id);
+            for s in listing.iter().filter(|s| shown.insert(s.message.id)) {
+                if each(s).is_break() {
+                    return Ok(Watched::Stopped);
+                }
+            }
+            match sleep(watch.as_mut(), deadline, cancel)? {
+                None => {}
+                Some(Stop::TimedOut) => return Ok(Watched::TimedOut),
+                Some(Stop::Cancelled) => return Ok(Watched::Cancelled),
             }
         }
     }
@@ -90,16 +230,4 @@ impl Mailroom<'_> {
             },
         }
     }
-}
-
-fn timed_out(what: &WaitFor) -> Error {
-    let waited = what.timeout.map(|t| format!("{t:?}")).unwrap_or_default();
-    let for_what = match (&what.from, &what.reply_to) {
-        (_, Some(id)) => format!("a reply to {id}"),
-        (Some(f), None) => format!("mail from {f}"),
-        (None, None) => "new mail".to_owned(),
-    };
-    Error::Timeout(format!(
-        "no {for_what} arrived within {waited}; wait again, or check `mailroom inbox`"
-    ))
 }

@@ -1,10 +1,11 @@
 //! `wait`: block until mail arrives, then show it (framed, unmarked).
 
-use std::time::Duration;
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use mailroom_core::Error;
-use mailroom_core::ops::WaitFor;
+use mailroom_core::ops::{Cancel, WaitFor, Waited};
 use mailroom_core::render::{self, Frame};
 
 use crate::context::Ctx;
@@ -18,14 +19,16 @@ pub fn wait(
 ) -> Result<()> {
     let timeout = timeout.map(parse_duration).transpose()?;
     let me = ctx.me()?;
-    let found = ctx.mailroom().wait(
-        &me,
-        &WaitFor {
-            from,
-            reply_to,
-            timeout,
-        },
-    )?;
+    let what = WaitFor { from, reply_to };
+    // Nothing sets the token: Ctrl-C ends the process.
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let found = match ctx.mailroom().wait(&me, &what, deadline, &Cancel::new())? {
+        Waited::Arrived(found) => found,
+        Waited::TimedOut => {
+            return Err(what.timed_out(timeout.unwrap_or_default()).into());
+        }
+        Waited::Cancelled => return Ok(()),
+    };
     if ctx.json {
         #[derive(serde::Serialize)]
         struct WaitOut<'a> {
@@ -56,54 +59,34 @@ pub fn wait(
 /// (NDJSON with `--json`). Runs until interrupted or its reader goes away.
 pub fn watch(ctx: &mut Ctx, target: Option<&str>) -> Result<()> {
     let me = ctx.me()?;
-    let target = match target {
-        None => me,
-        Some(t) => {
-            let r = ctx.mailroom().resolve(me.project(), t)?;
-            r.chosen
-                .map(|c| c.address)
-                .ok_or_else(|| match me.project() {
-                    Some(p) => Error::UnknownHandle {
-                        handle: t.to_owned(),
-                        project: p.to_string(),
-                        suggestions: vec![],
-                    },
-                    None => Error::HandleNowhere {
-                        handle: t.to_owned(),
-                    },
-                })?
-        }
-    };
     let mr = ctx.mailroom();
-    let mut watch = mailroom_core::Store::watch(&ctx.store, &target)?;
-    let mut shown = std::collections::HashSet::new();
+    let target = mr.watch_target(&me, target)?;
     if !ctx.json {
         crate::outln!("following {target} (Ctrl-C to stop)");
     }
-    loop {
-        let mut listing = mr.peek(&target)?.messages;
-        listing.sort_by_key(|s| s.message.id);
-        for s in listing.iter().filter(|s| shown.insert(s.message.id)) {
-            if ctx.json {
-                let line = serde_json::to_string(&MessageOut::stored(s)).unwrap_or_default();
-                crate::outln!("{line}");
-            } else {
-                let m = &s.message;
-                crate::outln!(
-                    "{} {} -> {} [{}/{}] {} ({}, {})",
-                    m.date.strftime("%Y-%m-%d %H:%M"),
-                    m.from,
-                    output::recipients(m),
-                    m.kind,
-                    m.priority,
-                    mailroom_core::text::field(&m.subject),
-                    m.id,
-                    s.state
-                );
-            }
+    let json = ctx.json;
+    // Nothing sets the token: Ctrl-C ends the process.
+    mr.watch(&target, None, &Cancel::new(), |s| {
+        if json {
+            let line = serde_json::to_string(&MessageOut::stored(s)).unwrap_or_default();
+            crate::outln!("{line}");
+        } else {
+            let m = &s.message;
+            crate::outln!(
+                "{} {} -> {} [{}/{}] {} ({}, {})",
+                m.date.strftime("%Y-%m-%d %H:%M"),
+                m.from,
+                output::recipients(m),
+                m.kind,
+                m.priority,
+                mailroom_core::text::field(&m.subject),
+                m.id,
+                s.state
+            );
         }
-        watch.wait(None)?;
-    }
+        ControlFlow::Continue(())
+    })?;
+    Ok(())
 }
 
 /// `30s`, `5m`, `1h30m`, `500ms`, or a bare number of seconds.

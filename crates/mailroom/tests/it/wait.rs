@@ -145,3 +145,46 @@ fn watch_follows_a_mailbox_line_by_line_and_marks_nothing_read() {
         "watch marked nothing read"
     );
 }
+
+#[test]
+fn watch_prints_a_broadcast_posted_while_it_runs() {
+    use std::io::{BufRead, BufReader};
+    let home = Home::new();
+    let first = home.send("alice", "bob", "already here");
+    let mut child = waiter(&home, &["--as", "bob", "--json", "watch"]);
+    // A watchdog, so a watch that never wakes fails the test instead of hanging it.
+    let pid = child.id();
+    let (done, stop) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if stop
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err()
+        {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next_id = || {
+        let line = lines.next().expect("a line").expect("readable");
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        v["id"].as_str().unwrap().to_owned()
+    };
+    // The first line comes after the watch started, so what follows must wake it.
+    assert_eq!(next_id(), first);
+    let broadcast = |body: &str| {
+        home.as_("alice", ["--json", "send", "--broadcast", "-m", body])
+            .json()["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    // The project's first broadcast creates its channel after the watch started.
+    let news = broadcast("the first broadcast");
+    assert_eq!(next_id(), news);
+    let more = broadcast("and another");
+    assert_eq!(next_id(), more);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    done.send(()).unwrap();
+    guard.join().unwrap();
+}
