@@ -14,7 +14,8 @@ use jiff::Timestamp;
 use mailroom_core::message::ChannelRef;
 use mailroom_core::{Address, Kind, Message, MessageId, Priority, Stored};
 
-use crate::dir::Limit;
+use crate::TMP;
+use crate::dir::{Dir, Durability, Limit};
 
 /// The cache file's name inside a mailbox directory.
 pub const CACHE_FILE: &str = "pending.cache";
@@ -78,6 +79,31 @@ impl Cache {
 
     pub fn len(&self) -> usize {
         self.entries.len()
+    }
+}
+
+/// The cache of mailbox `bx`. One that cannot be read (missing, damaged, too large, not a
+/// regular file) is an empty one: it only costs speed, and the next `save` replaces it.
+pub fn load(bx: &Dir) -> Cache {
+    match bx.read(CACHE_FILE, LIMIT) {
+        Ok(Some(bytes)) => Cache::parse(&bytes),
+        _ => Cache::default(),
+    }
+}
+
+/// Replaces the cache of mailbox `bx` with `entries`, best effort: a cache that cannot be
+/// written only costs speed. One too large to be read back is not written, and the stale one
+/// goes.
+pub fn save(bx: &Dir, entries: &[(&str, u64, &Stored)]) {
+    let bytes = encode(entries);
+    if bytes.len() > LIMIT.bytes {
+        let _ = bx.remove(CACHE_FILE);
+    } else if let Ok(tmp) = bx.open_or_create(TMP) {
+        if let Ok(t) = tmp.write_temp(&bytes, Durability::Lazy) {
+            if tmp.rename(&t, bx, CACHE_FILE).is_err() {
+                let _ = tmp.remove(&t);
+            }
+        }
     }
 }
 
