@@ -150,48 +150,37 @@ impl<'a> Reader<'a> {
     fn record(&mut self) -> Option<(&'a str, u64, Cached)> {
         let name = self.str()?;
         let ino = self.u64()?;
-        let id = MessageId::parse(self.str()?)?;
-        let from = Address::parse_canonical(self.str()?).ok()?;
-        let to = (0..self.u32()?)
-            .map(|_| self.str().and_then(|t| Address::parse_canonical(t).ok()))
-            .collect::<Option<Vec<_>>>()?;
-        let subject = self.str()?.to_owned();
-        let body = self.str()?.to_owned();
-        let kind = self.str()?.parse::<Kind>().ok()?;
-        let priority = self.str()?.parse::<Priority>().ok()?;
-        let date = self.time()?;
-        let reply_to = match self.opt_str()? {
-            Some(r) => Some(MessageId::parse(r)?),
-            None => None,
-        };
-        let thread = MessageId::parse(self.str()?)?;
-        let revision = self.u32()?;
-        let edited = match self.take(1)? {
-            [0] => None,
-            _ => Some(self.time()?),
-        };
-        let channel = match self.opt_str()? {
-            Some(c) => Some(ChannelRef::parse_canonical(c)?),
-            None => None,
+        // The fields in the order `encode` writes them, which is the order of `Message`'s
+        // fields: a struct expression evaluates its fields in the order they are written.
+        let message = Message {
+            id: MessageId::parse(self.str()?)?,
+            from: Address::parse_canonical(self.str()?).ok()?,
+            to: (0..self.u32()?)
+                .map(|_| self.str().and_then(|t| Address::parse_canonical(t).ok()))
+                .collect::<Option<Vec<_>>>()?,
+            subject: self.str()?.to_owned(),
+            body: self.str()?.to_owned(),
+            kind: self.str()?.parse::<Kind>().ok()?,
+            priority: self.str()?.parse::<Priority>().ok()?,
+            date: self.time()?,
+            reply_to: match self.opt_str()? {
+                Some(r) => Some(MessageId::parse(r)?),
+                None => None,
+            },
+            thread: MessageId::parse(self.str()?)?,
+            revision: self.u32()?,
+            edited: match self.take(1)? {
+                [0] => None,
+                _ => Some(self.time()?),
+            },
+            channel: match self.opt_str()? {
+                Some(c) => Some(ChannelRef::parse_canonical(c)?),
+                None => None,
+            },
         };
         let warnings = (0..self.u32()?)
             .map(|_| self.str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()?;
-        let message = Message {
-            id,
-            from,
-            to,
-            subject,
-            body,
-            kind,
-            priority,
-            date,
-            reply_to,
-            thread,
-            revision,
-            edited,
-            channel,
-        };
         Some((name, ino, Cached { message, warnings }))
     }
 }
