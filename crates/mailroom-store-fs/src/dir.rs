@@ -42,7 +42,8 @@ pub struct Entry {
 pub enum Durability {
     /// fsync the file before publishing it and the directory after.
     Durable,
-    /// Best effort (outbox traces): a crash may lose it, never tear it.
+    /// Best effort (outbox traces, the pending cache, the injection mark): a crash may lose
+    /// it, never tear it.
     Lazy,
 }
 
