@@ -5,10 +5,10 @@
 //! trait allows mail to be reported a turn late, never lost), so every "it changed" below is
 //! asserted across the first arrival in a place, which no granularity can hide.
 
-use mailroom_core::message::BROADCAST;
-use mailroom_core::ops::{Draft, HookAnswer, HookEvent};
+use mailroom_core::ops::{HookAnswer, HookEvent};
 use mailroom_core::{Address, Mailroom, Store};
 
+use crate::channels::broadcast;
 use crate::kit::{addr, mailroom, send};
 
 /// Room enough for every message these stories inject.
@@ -16,21 +16,6 @@ const BUDGET: usize = 20_000;
 
 fn token(store: &dyn Store, mailbox: &str) -> String {
     store.change_token(&addr(mailbox)).expect("change_token")
-}
-
-fn broadcast(m: &Mailroom<'_>, from: &str, body: &str) {
-    let me = addr(from);
-    let project = me.project().expect("a project member").clone();
-    m.post(
-        &me,
-        &project,
-        BROADCAST,
-        Draft {
-            body: body.to_owned(),
-            ..Draft::default()
-        },
-    )
-    .expect("the broadcast is posted");
 }
 
 fn hook(m: &Mailroom<'_>, me: &Address, event: HookEvent) -> HookAnswer {
