@@ -28,7 +28,8 @@ fn post(m: &Mailroom<'_>, from: &str, channel: &str, kind: Kind, body: &str) -> 
     .message
 }
 
-fn broadcast(m: &Mailroom<'_>, from: &str, body: &str) -> Message {
+/// Posts `body` as `from` to the broadcast channel of `from`'s project.
+pub(crate) fn broadcast(m: &Mailroom<'_>, from: &str, body: &str) -> Message {
     post(m, from, BROADCAST, Kind::Info, body)
 }
 

@@ -97,3 +97,25 @@ pub fn common_prefix(a: MessageId, b: MessageId) -> String {
         .map(|(x, _)| x)
         .collect()
 }
+
+/// Hint words for the stories: the command line's, for an implied identity.
+#[derive(Debug)]
+pub struct Words;
+
+impl mailroom_core::render::Vocabulary for Words {
+    fn reply(&self, id: &str) -> String {
+        format!("mailroom reply {id} --message \"...\"")
+    }
+    fn done(&self, id: &str) -> String {
+        format!("mailroom done {id}")
+    }
+    fn read(&self, id: &str) -> String {
+        format!("mailroom read {id}")
+    }
+    fn inbox(&self) -> String {
+        "mailroom inbox".into()
+    }
+    fn doctor(&self) -> String {
+        "mailroom doctor".into()
+    }
+}

@@ -25,6 +25,7 @@ pub mod addressing;
 pub mod archive;
 pub mod channels;
 pub mod contract;
+pub mod hooks;
 pub mod kit;
 pub mod lifecycle;
 pub mod lookup;
@@ -167,6 +168,12 @@ macro_rules! __cases {
             channels::export_then_import_into_the_same_channel_duplicates_nothing,
             channels::importing_a_mailbox_md_twice_duplicates_nothing,
             channels::store_channel_contract_appends_once_and_marks_seen_once,
+            hooks::change_token_is_equal_while_nothing_arrives,
+            hooks::change_token_changes_when_directed_mail_arrives_for_that_mailbox_only,
+            hooks::change_token_changes_when_a_broadcast_of_the_project_arrives,
+            hooks::last_injected_is_absent_at_first_and_round_trips_per_mailbox,
+            hooks::session_start_injects_pending_mail_and_later_hooks_only_what_is_new,
+            hooks::session_start_shows_directed_mail_and_stop_asks_to_handle_it,
         }
     };
     (@go stamp ($with:path) $($module:ident :: $case:ident,)*) => {

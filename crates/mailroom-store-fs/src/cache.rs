@@ -14,7 +14,8 @@ use jiff::Timestamp;
 use mailroom_core::message::ChannelRef;
 use mailroom_core::{Address, Kind, Message, MessageId, Priority, Stored};
 
-use crate::dir::Limit;
+use crate::TMP;
+use crate::dir::{Dir, Durability, Limit};
 
 /// The cache file's name inside a mailbox directory.
 pub const CACHE_FILE: &str = "pending.cache";
@@ -81,6 +82,31 @@ impl Cache {
     }
 }
 
+/// The cache of mailbox `bx`. One that cannot be read (missing, damaged, too large, not a
+/// regular file) is an empty one: it only costs speed, and the next `save` replaces it.
+pub fn load(bx: &Dir) -> Cache {
+    match bx.read(CACHE_FILE, LIMIT) {
+        Ok(Some(bytes)) => Cache::parse(&bytes),
+        _ => Cache::default(),
+    }
+}
+
+/// Replaces the cache of mailbox `bx` with `entries`, best effort: a cache that cannot be
+/// written only costs speed. One too large to be read back is not written, and the stale one
+/// goes.
+pub fn save(bx: &Dir, entries: &[(&str, u64, &Stored)]) {
+    let bytes = encode(entries);
+    if bytes.len() > LIMIT.bytes {
+        let _ = bx.remove(CACHE_FILE);
+    } else if let Ok(tmp) = bx.open_or_create(TMP) {
+        if let Ok(t) = tmp.write_temp(&bytes, Durability::Lazy) {
+            if tmp.rename(&t, bx, CACHE_FILE).is_err() {
+                let _ = tmp.remove(&t);
+            }
+        }
+    }
+}
+
 /// A bounds-checked reader over the cache's length-prefixed fields. Written by hand: the
 /// format is private, read on every listing, and a general serialiser cost more than the
 /// rest of a listing of a thousand messages.
@@ -124,48 +150,37 @@ impl<'a> Reader<'a> {
     fn record(&mut self) -> Option<(&'a str, u64, Cached)> {
         let name = self.str()?;
         let ino = self.u64()?;
-        let id = MessageId::parse(self.str()?)?;
-        let from = Address::parse_canonical(self.str()?).ok()?;
-        let to = (0..self.u32()?)
-            .map(|_| self.str().and_then(|t| Address::parse_canonical(t).ok()))
-            .collect::<Option<Vec<_>>>()?;
-        let subject = self.str()?.to_owned();
-        let body = self.str()?.to_owned();
-        let kind = self.str()?.parse::<Kind>().ok()?;
-        let priority = self.str()?.parse::<Priority>().ok()?;
-        let date = self.time()?;
-        let reply_to = match self.opt_str()? {
-            Some(r) => Some(MessageId::parse(r)?),
-            None => None,
-        };
-        let thread = MessageId::parse(self.str()?)?;
-        let revision = self.u32()?;
-        let edited = match self.take(1)? {
-            [0] => None,
-            _ => Some(self.time()?),
-        };
-        let channel = match self.opt_str()? {
-            Some(c) => Some(ChannelRef::parse_canonical(c)?),
-            None => None,
+        // The fields in the order `encode` writes them, which is the order of `Message`'s
+        // fields: a struct expression evaluates its fields in the order they are written.
+        let message = Message {
+            id: MessageId::parse(self.str()?)?,
+            from: Address::parse_canonical(self.str()?).ok()?,
+            to: (0..self.u32()?)
+                .map(|_| self.str().and_then(|t| Address::parse_canonical(t).ok()))
+                .collect::<Option<Vec<_>>>()?,
+            subject: self.str()?.to_owned(),
+            body: self.str()?.to_owned(),
+            kind: self.str()?.parse::<Kind>().ok()?,
+            priority: self.str()?.parse::<Priority>().ok()?,
+            date: self.time()?,
+            reply_to: match self.opt_str()? {
+                Some(r) => Some(MessageId::parse(r)?),
+                None => None,
+            },
+            thread: MessageId::parse(self.str()?)?,
+            revision: self.u32()?,
+            edited: match self.take(1)? {
+                [0] => None,
+                _ => Some(self.time()?),
+            },
+            channel: match self.opt_str()? {
+                Some(c) => Some(ChannelRef::parse_canonical(c)?),
+                None => None,
+            },
         };
         let warnings = (0..self.u32()?)
             .map(|_| self.str().map(str::to_owned))
             .collect::<Option<Vec<_>>>()?;
-        let message = Message {
-            id,
-            from,
-            to,
-            subject,
-            body,
-            kind,
-            priority,
-            date,
-            reply_to,
-            thread,
-            revision,
-            edited,
-            channel,
-        };
         Some((name, ino, Cached { message, warnings }))
     }
 }

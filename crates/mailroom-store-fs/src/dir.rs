@@ -42,8 +42,14 @@ pub struct Entry {
 pub enum Durability {
     /// fsync the file before publishing it and the directory after.
     Durable,
-    /// Best effort (outbox traces): a crash may lose it, never tear it.
+    /// Best effort (outbox traces, the pending cache, the injection mark): a crash may lose
+    /// it, never tear it.
     Lazy,
+}
+
+/// A `stat` time as nanoseconds since the epoch.
+fn nanoseconds(seconds: impl Into<i128>, nanos: impl Into<i128>) -> i128 {
+    seconds.into() * 1_000_000_000 + nanos.into()
 }
 
 fn dir_flags() -> OFlags {
@@ -198,9 +204,14 @@ impl Dir {
 
     /// Whether an entry exists (without following a symlink).
     pub fn exists(&self, name: &str) -> Result<bool, FsError> {
+        Ok(self.stat(name)?.is_some())
+    }
+
+    /// An entry's status, without following a symlink; `Ok(None)` when absent.
+    fn stat(&self, name: &str) -> Result<Option<rfs::Stat>, FsError> {
         match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(_) => Ok(true),
-            Err(Errno::NOENT) => Ok(false),
+            Ok(st) => Ok(Some(st)),
+            Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(FsError::io("stat", self.child_path(name), io_err(e))),
         }
     }
@@ -208,30 +219,22 @@ impl Dir {
     /// The status-change time of an entry, in nanoseconds since the epoch (a rename sets
     /// it: when it got here).
     pub fn ctime(&self, name: &str) -> Result<Option<i128>, FsError> {
-        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some(
-                i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec),
-            )),
-            Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(FsError::io("stat", self.child_path(name), io_err(e))),
-        }
+        Ok(self
+            .stat(name)?
+            .map(|st| nanoseconds(st.st_ctime, st.st_ctime_nsec)))
     }
 
     /// What an entry is, without following a symlink; `Ok(None)` when absent.
     pub fn entry(&self, name: &str) -> Result<Option<Entry>, FsError> {
-        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => {
-                let kind = rfs::FileType::from_raw_mode(st.st_mode);
-                Ok(Some(Entry {
-                    is_dir: kind == rfs::FileType::Directory,
-                    is_file: kind == rfs::FileType::RegularFile,
-                    mode: st.st_mode & 0o7777,
-                    ctime: st.st_ctime,
-                }))
+        Ok(self.stat(name)?.map(|st| {
+            let kind = rfs::FileType::from_raw_mode(st.st_mode);
+            Entry {
+                is_dir: kind == rfs::FileType::Directory,
+                is_file: kind == rfs::FileType::RegularFile,
+                mode: st.st_mode & 0o7777,
+                ctime: st.st_ctime,
             }
-            Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(FsError::io("stat", self.child_path(name), io_err(e))),
-        }
+        }))
     }
 
     /// Sets an entry's permission bits (never through a symlink).
@@ -274,13 +277,9 @@ impl Dir {
 
     /// The modification time of an entry in nanoseconds since the epoch.
     pub fn mtime(&self, name: &str) -> Result<Option<i128>, FsError> {
-        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some(
-                i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
-            )),
-            Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(FsError::io("stat", self.child_path(name), io_err(e))),
-        }
+        Ok(self
+            .stat(name)?
+            .map(|st| nanoseconds(st.st_mtime, st.st_mtime_nsec)))
     }
 
     /// Names and inode numbers of the entries, unsorted, without `.` and `..`.
@@ -301,18 +300,7 @@ impl Dir {
 
     /// Names of the entries, unsorted, without `.` and `..`.
     pub fn list(&self) -> Result<Vec<String>, FsError> {
-        let dup = rfs::openat(&self.fd, ".", dir_flags(), Mode::empty())
-            .map_err(|e| FsError::io("open directory", &self.path, io_err(e)))?;
-        let dir = rfs::Dir::new(dup).map_err(|e| FsError::io("list", &self.path, io_err(e)))?;
-        let mut names = Vec::new();
-        for entry in dir {
-            let entry = entry.map_err(|e| FsError::io("list", &self.path, io_err(e)))?;
-            let name = entry.file_name().to_string_lossy();
-            if name != "." && name != ".." {
-                names.push(name.into_owned());
-            }
-        }
-        Ok(names)
+        Ok(self.list_with_ino()?.into_iter().map(|(n, _)| n).collect())
     }
 
     /// fsyncs the directory, making its entries durable.

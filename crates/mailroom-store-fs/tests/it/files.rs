@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 use std::thread;
 
-use mailroom_core::ops::{Draft, EditOutcome, EditPatch};
+use mailroom_core::ops::{Draft, EditOutcome, EditPatch, Inbox};
 use mailroom_core::{
     Address, Error, ErrorKind, Kind, Mailroom, MemberStatus, Message, MessageId, Name, Policy,
     Priority, State, Store,
@@ -111,6 +111,14 @@ fn copies(home: &Home, mailbox: &str, id: MessageId) -> usize {
         .count()
 }
 
+/// An edit that replaces the body only.
+fn body_patch(body: &str) -> EditPatch {
+    EditPatch {
+        body: Some(body.to_owned()),
+        ..EditPatch::default()
+    }
+}
+
 fn message_text(id: MessageId, from: &str, subject: &str) -> String {
     format!(
         "---\nid: {id}\nfrom: {from}\nto: [\"bob@web\"]\nsubject: {subject:?}\nkind: INFO\npriority: M\ndate: {NOW}\nthread: {id}\n---\nbody of {subject}\n"
@@ -136,24 +144,10 @@ fn every_directory_is_0700_and_every_file_0600() {
     let read = send(&home, "alice@web", "bob@web", "one");
     let unread = send(&home, "alice@web", "bob@web", "two");
     m.read(&bob, &read.id.to_string(), false).expect("read");
-    m.edit(
-        &alice,
-        &read.id.to_string(),
-        EditPatch {
-            body: Some("correction".into()),
-            ..EditPatch::default()
-        },
-    )
-    .expect("edit read mail");
-    m.edit(
-        &alice,
-        &unread.id.to_string(),
-        EditPatch {
-            body: Some("in place".into()),
-            ..EditPatch::default()
-        },
-    )
-    .expect("edit unread mail");
+    m.edit(&alice, &read.id.to_string(), body_patch("correction"))
+        .expect("edit read mail");
+    m.edit(&alice, &unread.id.to_string(), body_patch("in place"))
+        .expect("edit unread mail");
     let cancelled = send(&home, "alice@web", "bob@web", "three");
     m.cancel(&alice, &cancelled.id.to_string()).expect("cancel");
     m.send(
@@ -559,6 +553,32 @@ fn stagger(store: &FsStore, mailbox: &Address, round: usize) {
     }
 }
 
+/// Runs `reader`'s inbox and `other` at once (the reader staggered by `round`) and returns
+/// what each returned.
+fn race_inbox<T: Send>(
+    home: &Home,
+    reader: &Address,
+    round: usize,
+    other: impl FnOnce() -> T + Send,
+) -> (mailroom_core::Result<Inbox>, T) {
+    let barrier = Barrier::new(2);
+    thread::scope(|s| {
+        let inbox = s.spawn(|| {
+            barrier.wait();
+            stagger(&home.store, reader, round);
+            Mailroom::new(&home.store).inbox(reader, None)
+        });
+        let other = s.spawn(|| {
+            barrier.wait();
+            other()
+        });
+        (
+            inbox.join().expect("the reader"),
+            other.join().expect("the other thread"),
+        )
+    })
+}
+
 #[test]
 fn an_edit_racing_a_read_is_either_in_place_or_a_correction() {
     let home = Home::new();
@@ -567,28 +587,8 @@ fn an_edit_racing_a_read_is_either_in_place_or_a_correction() {
     for round in 0..RACE_ROUNDS {
         let orig = send(&home, "alice@web", "bob@web", &format!("v1 #{round}"));
         let v2 = format!("v2 #{round}");
-        let barrier = Barrier::new(2);
-        let (inbox, edit) = thread::scope(|s| {
-            let reader = s.spawn(|| {
-                barrier.wait();
-                stagger(&home.store, &bob, round);
-                Mailroom::new(&home.store).inbox(&bob, None)
-            });
-            let editor = s.spawn(|| {
-                barrier.wait();
-                Mailroom::new(&home.store).edit(
-                    &alice,
-                    &orig.id.to_string(),
-                    EditPatch {
-                        body: Some(v2.clone()),
-                        ..EditPatch::default()
-                    },
-                )
-            });
-            (
-                reader.join().expect("the reader"),
-                editor.join().expect("the editor"),
-            )
+        let (inbox, edit) = race_inbox(&home, &bob, round, || {
+            Mailroom::new(&home.store).edit(&alice, &orig.id.to_string(), body_patch(&v2))
         });
         let inbox = inbox.expect("inbox");
         let edit = edit.expect("edit");
@@ -642,21 +642,8 @@ fn a_cancel_racing_a_read_is_either_cancelled_or_read() {
     let (mut cancelled, mut read) = (0, 0);
     for round in 0..RACE_ROUNDS {
         let orig = send(&home, "alice@web", "bob@web", &format!("#{round}"));
-        let barrier = Barrier::new(2);
-        let (inbox, cancel) = thread::scope(|s| {
-            let reader = s.spawn(|| {
-                barrier.wait();
-                stagger(&home.store, &bob, round);
-                Mailroom::new(&home.store).inbox(&bob, None)
-            });
-            let canceller = s.spawn(|| {
-                barrier.wait();
-                Mailroom::new(&home.store).cancel(&alice, &orig.id.to_string())
-            });
-            (
-                reader.join().expect("the reader"),
-                canceller.join().expect("the canceller"),
-            )
+        let (inbox, cancel) = race_inbox(&home, &bob, round, || {
+            Mailroom::new(&home.store).cancel(&alice, &orig.id.to_string())
         });
         let inbox = inbox.expect("inbox");
         let shown = inbox.messages.iter().find(|s| s.message.id == orig.id);
@@ -776,10 +763,7 @@ fn an_edited_message_file_records_its_revision() {
         .edit(
             &addr("alice@web"),
             &sent.id.to_string(),
-            EditPatch {
-                body: Some("v2\n---\nsubject: forged\n---\n".into()),
-                ..EditPatch::default()
-            },
+            body_patch("v2\n---\nsubject: forged\n---\n"),
         )
         .expect("edit");
     let bytes = std::fs::read(

@@ -1,0 +1,212 @@
+//! Sending: delivering copies into recipients' `unread/`, the sender's outbox trace, and the
+//! idempotency keys that make a retried send finish instead of repeating.
+//!
+//! Invariants: a copy is written and synced under the mailbox's `tmp/` before it is linked into
+//! `unread/` (never replacing a file there), so no reader sees a torn copy; `deliver_all` gives
+//! every recipient the copy or none, except copies a reader took before an undo.
+
+use mailroom_core::store::{Delivery, KeyClaim};
+use mailroom_core::{Address, Message, MessageId, Result, State};
+
+use crate::codec::message_to_text;
+use crate::dir::{Dir, Durability, Limit};
+use crate::error::FsError;
+use crate::mailbox::state_in;
+use crate::{FsStore, KEYS, OUTBOX, TMP, create_exclusive, file_name, state_dir_name};
+
+/// A mailbox's directories for delivery (created when absent): the mailbox, its `tmp/` and
+/// its `unread/`.
+fn delivery_dirs(fs: &FsStore, recipient: &Address) -> Result<(Dir, Dir, Dir), FsError> {
+    let bx = fs.create_box(recipient)?;
+    let tmp = bx.open_or_create(TMP)?;
+    let unread = bx.open_or_create(state_dir_name(State::Unread))?;
+    Ok((bx, tmp, unread))
+}
+
+pub(crate) fn deliver(fs: &FsStore, recipient: &Address, message: &Message) -> Result<bool> {
+    let (_, tmp, unread) = delivery_dirs(fs, recipient)?;
+    let text = message_to_text(message);
+    let t = tmp.write_temp(text.as_bytes(), Durability::Durable)?;
+    let created = tmp.publish_new(&t, &unread, &file_name(message.id))?;
+    unread.sync()?;
+    if let Ok(mut last) = fs.last_delivery.lock() {
+        *last = Some((text, unread));
+    }
+    Ok(created)
+}
+
+/// Three steps. Prepare: in each recipient's mailbox that does not hold the id yet, write the
+/// copy under `tmp/` and `fdatasync` it (a failure removes the temp files written so far:
+/// nothing was published). Trace: link the first prepared copy into the sender's `outbox/`
+/// (best effort, not synced). Publish: `link` each copy into its `unread/`, then `fsync`
+/// each `unread/`; a failure unlinks every copy this call published, and the trace, before
+/// returning the error. A crash during publishing leaves the trace and the copies linked so
+/// far (plus temp files, debris for `doctor --fix`); called again, this skips the mailboxes
+/// that hold the id and finishes the rest.
+pub(crate) fn deliver_all(
+    fs: &FsStore,
+    recipients: &[Address],
+    message: &Message,
+) -> Result<Delivery> {
+    let name = file_name(message.id);
+    let text = message_to_text(message);
+    // Each recipient's `tmp/` and `unread/`, with its prepared copy unless it had the id.
+    let mut prepared: Vec<(Dir, Dir, Option<String>)> = Vec::with_capacity(recipients.len());
+    let discard = |prepared: &[(Dir, Dir, Option<String>)]| {
+        for (tmp, _, temp) in prepared {
+            if let Some(t) = temp {
+                let _ = tmp.remove(t);
+            }
+        }
+    };
+    for recipient in recipients {
+        let step = delivery_dirs(fs, recipient).and_then(|(bx, tmp, unread)| {
+            let temp = if state_in(&bx, &name)?.is_some() {
+                None
+            } else {
+                Some(tmp.write_temp(text.as_bytes(), Durability::Durable)?)
+            };
+            Ok((tmp, unread, temp))
+        });
+        match step {
+            Ok(p) => prepared.push(p),
+            Err(e) => {
+                discard(&prepared);
+                return Err(e.into());
+            }
+        }
+    }
+
+    let source = prepared
+        .iter()
+        .find_map(|(tmp, _, temp)| temp.as_deref().map(|t| (tmp, t)));
+    let (trace, trace_error) = match leave_trace(fs, message, &text, source) {
+        Ok(outbox) => (outbox, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+
+    let mut new = vec![false; prepared.len()];
+    let mut failure = None;
+    for (i, (tmp, unread, temp)) in prepared.iter_mut().enumerate() {
+        let Some(t) = temp.take() else { continue };
+        match tmp.link_to(&t, unread, &name) {
+            Ok(created) => new[i] = created,
+            Err(e) => failure = Some(e),
+        }
+        // A temp name left by a failed removal is debris `doctor --fix` clears.
+        let _ = tmp.remove(&t);
+        if failure.is_some() {
+            break;
+        }
+    }
+    if failure.is_none() {
+        failure = prepared
+            .iter()
+            .zip(&new)
+            .filter(|(_, new)| **new)
+            .find_map(|((_, unread, _), _)| unread.sync().err());
+    }
+    let Some(failure) = failure else {
+        return Ok(Delivery { new, trace_error });
+    };
+
+    // Undo: every copy this call published, then the trace. A copy no longer in `unread/`
+    // was taken by a reader in the meantime and stays (so does the trace, which shows the
+    // sender where): the error says where.
+    discard(&prepared);
+    let mut kept = Vec::new();
+    for ((_, unread, _), recipient) in prepared
+        .iter()
+        .zip(recipients)
+        .zip(&new)
+        .filter_map(|(p, new)| new.then_some(p))
+    {
+        match unread.remove_present(&name) {
+            Ok(true) => {
+                let _ = unread.sync();
+            }
+            Ok(false) | Err(_) => kept.push(recipient.to_string()),
+        }
+    }
+    if kept.is_empty() {
+        if let Some(outbox) = trace {
+            let _ = outbox.remove(&name);
+        }
+        return Err(failure.into());
+    }
+    Err(mailroom_core::Error::store(
+        format!(
+            "message {} could not be sent, yet {} already had it (read at once, or it could not be withdrawn)",
+            message.id,
+            kept.join(", ")
+        ),
+        failure,
+    ))
+}
+
+/// Leaves the sender's outbox trace of `message` unless there is one: a second name for
+/// the prepared copy `source` when there is one (no second write), else a file of its own.
+/// Returns the outbox when this call created the trace (so an undo can remove it).
+fn leave_trace(
+    fs: &FsStore,
+    message: &Message,
+    text: &str,
+    source: Option<(&Dir, &str)>,
+) -> Result<Option<Dir>, FsError> {
+    let (bx, tmp, _) = delivery_dirs(fs, &message.from)?;
+    let outbox = bx.open_or_create(OUTBOX)?;
+    let name = file_name(message.id);
+    if outbox.exists(&name)? {
+        return Ok(None);
+    }
+    let created = match source {
+        Some((prepared, temp)) => prepared.link_to(temp, &outbox, &name)?,
+        None => {
+            let t = tmp.write_temp(text.as_bytes(), Durability::Lazy)?;
+            tmp.publish_new(&t, &outbox, &name)?
+        }
+    };
+    Ok(created.then_some(outbox))
+}
+
+pub(crate) fn record_sent(fs: &FsStore, message: &Message) -> Result<()> {
+    let bx = fs.create_box(&message.from)?;
+    let outbox = bx.open_or_create(OUTBOX)?;
+    let text = message_to_text(message);
+    let name = file_name(message.id);
+    let last = fs.last_delivery.lock().ok().and_then(|mut l| l.take());
+    if let Some((delivered, unread)) = last {
+        // The copy just delivered has exactly this text: link the trace to it (the copy's
+        // later moves are renames, which keep the link; an edit records a new trace).
+        if delivered == text && unread.link_to(&name, &outbox, &name)? {
+            return Ok(());
+        }
+    }
+    let tmp = bx.open_or_create(TMP)?;
+    let t = tmp.write_temp(text.as_bytes(), Durability::Lazy)?;
+    tmp.rename(&t, &outbox, &name)?;
+    Ok(())
+}
+
+pub(crate) fn claim_key(
+    fs: &FsStore,
+    sender: &Address,
+    key: &str,
+    id: MessageId,
+) -> Result<KeyClaim> {
+    let bx = fs.create_box(sender)?;
+    let tmp = bx.open_or_create(TMP)?;
+    let keys = bx.open_or_create(KEYS)?;
+    // Hex keeps any key a safe file name; keys are at most 100 bytes, so 200 characters.
+    let name: String = key.bytes().map(|b| format!("{b:02x}")).collect();
+    if create_exclusive(&tmp, &keys, &name, &format!("{id}\n"))? {
+        return Ok(KeyClaim::Claimed);
+    }
+    let existing = keys
+        .read(&name, Limit::small("an idempotency key file"))?
+        .and_then(|b| MessageId::parse(String::from_utf8_lossy(&b).trim()));
+    Ok(match existing {
+        Some(first) => KeyClaim::Existing(first),
+        None => KeyClaim::Claimed,
+    })
+}

@@ -1,0 +1,342 @@
+//! A mailbox's copies and their states: listing pending mail, finding a copy, moving copies
+//! between state directories, replacing an unread copy, and the outbox and archive listings.
+//!
+//! Invariants: a copy is in exactly one state directory, and every change of state is one
+//! `rename` (or one `renameat2(RENAME_EXCHANGE)` for an edit), so a crash leaves the old state
+//! or the new one; pending mail is read from `unread/` and `read/` only, never the archive.
+
+use std::collections::HashSet;
+
+use jiff::Timestamp;
+use mailroom_core::{Address, Listing, Message, MessageId, Result, State, Stored};
+
+use crate::cache;
+use crate::codec::message_to_text;
+use crate::dir::{Dir, Durability};
+use crate::error::FsError;
+use crate::listing::{keep_latest, read_dir, read_one};
+use crate::{FsStore, OUTBOX, REVISIONS, TMP, file_name, id_of, is_message_name, state_dir_name};
+
+const PENDING: [State; 2] = [State::Unread, State::Read];
+const ARCHIVED: [State; 2] = [State::Done, State::Cancelled];
+
+/// The state directory of mailbox `bx` that holds the file `name`, if any.
+pub(crate) fn state_in(bx: &Dir, name: &str) -> Result<Option<State>, FsError> {
+    for state in State::ALL {
+        if let Some(dir) = bx.open(state_dir_name(state))? {
+            if dir.exists(name)? {
+                return Ok(Some(state));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// The copies in `states` whose file names `keep` accepts, each id once.
+fn read_states(
+    fs: &FsStore,
+    mailbox: &Address,
+    states: &[State],
+    keep: impl Fn(&str) -> bool,
+) -> Result<Listing, FsError> {
+    let mut out = Listing::default();
+    if let Some(bx) = fs.open_box(mailbox)? {
+        for &state in states {
+            if let Some(dir) = bx.open(state_dir_name(state))? {
+                read_dir(mailbox, &dir, Some(state), &keep, &mut out)?;
+            }
+        }
+    }
+    keep_latest(&mut out.messages);
+    Ok(out)
+}
+
+pub(crate) fn pending(fs: &FsStore, mailbox: &Address) -> Result<Listing> {
+    let mut listing = pending_cached(fs, mailbox)?;
+    mailroom_core::message::sort_by_cheap_key(&mut listing.messages, |s| s.message.id);
+    Ok(listing)
+}
+
+/// A state directory as listed: its state, the directory, and its message files with their
+/// inode numbers.
+type Listed = (State, Dir, Vec<(String, u64)>);
+
+/// The pending copies, their content from the mailbox's cache where the file is the one
+/// cached (same name, same inode); the cache is rewritten when it missed or went stale.
+fn pending_cached(fs: &FsStore, mailbox: &Address) -> Result<Listing, FsError> {
+    let mut out = Listing::default();
+    let Some(bx) = fs.open_box(mailbox)? else {
+        return Ok(out);
+    };
+    let mut old = cache::load(&bx);
+    let cached_before = old.len();
+    out.messages.reserve(cached_before);
+    // Both directories are listed before any file is read. A copy moved from unread/ to
+    // read/ between the two listings is in both: states only move forward, so it is kept
+    // once, as read, and a listing never holds an id twice.
+    let list = |state: State| -> Result<Option<Listed>, FsError> {
+        let Some(dir) = bx.open(state_dir_name(state))? else {
+            return Ok(None);
+        };
+        let mut names = dir.list_with_ino()?;
+        names.retain(|(n, _)| is_message_name(n));
+        Ok(Some((state, dir, names)))
+    };
+    let mut unread = list(State::Unread)?;
+    let read = list(State::Read)?;
+    if let (Some((_, _, u)), Some((_, _, r))) = (&mut unread, &read) {
+        let moved_on: HashSet<&str> = r.iter().map(|(n, _)| n.as_str()).collect();
+        u.retain(|(n, _)| !moved_on.contains(n.as_str()));
+    }
+    // (file name, inode, index in `out.messages`) of every cacheable copy listed.
+    let mut keys: Vec<(String, u64, usize)> = Vec::new();
+    let mut missed = false;
+    for (state, dir, names) in [unread, read].into_iter().flatten() {
+        for (name, ino) in names {
+            if let Some(hit) = old.take(&name, ino) {
+                keys.push((name, ino, out.messages.len()));
+                out.messages.push(Stored {
+                    message: hit.message,
+                    state,
+                    warnings: hit.warnings,
+                });
+                continue;
+            }
+            missed = true;
+            let before = out.messages.len();
+            // Keyed by the inode of the file actually read, not the one listed: an edit
+            // that replaced the file in between must not file its content under the old.
+            let read = read_one(mailbox, &dir, &name, Some(state), &mut out)?;
+            // Only well-named, readable files are cached; the rest are read every time.
+            if let (Some(ino), Some(_)) = (read, id_of(&name)) {
+                keys.push((name, ino, before));
+            }
+        }
+    }
+    if missed || keys.len() != cached_before {
+        let entries: Vec<(&str, u64, &Stored)> = keys
+            .iter()
+            .map(|(n, i, at)| (n.as_str(), *i, &out.messages[*at]))
+            .collect();
+        cache::save(&bx, &entries);
+    }
+    Ok(out)
+}
+
+pub(crate) fn find(fs: &FsStore, mailbox: &Address, prefix: &str) -> Result<Vec<Stored>> {
+    let prefix = prefix.to_ascii_uppercase();
+    if let Some(id) = MessageId::parse(&prefix) {
+        return Ok(get(fs, mailbox, id)?.into_iter().collect());
+    }
+    let matches = |n: &str| n.to_ascii_uppercase().starts_with(&prefix);
+    let pending = read_states(fs, mailbox, &PENDING, matches)?;
+    if !pending.messages.is_empty() {
+        return Ok(pending.messages);
+    }
+    Ok(read_states(fs, mailbox, &ARCHIVED, matches)?.messages)
+}
+
+pub(crate) fn get(fs: &FsStore, mailbox: &Address, id: MessageId) -> Result<Option<Stored>> {
+    let Some(bx) = fs.open_box(mailbox)? else {
+        return Ok(None);
+    };
+    for state in State::ALL {
+        let Some(dir) = bx.open(state_dir_name(state))? else {
+            continue;
+        };
+        let mut out = Listing::default();
+        read_one(mailbox, &dir, &file_name(id), Some(state), &mut out)?;
+        if let Some(s) = out.messages.pop() {
+            return Ok(Some(s));
+        }
+        if let Some(d) = out.damaged.pop() {
+            return Err(mailroom_core::Error::store(
+                format!("message {id} cannot be read"),
+                format!("{}: {} (run `mailroom doctor`)", d.location, d.problem),
+            ));
+        }
+    }
+    Ok(None)
+}
+
+pub(crate) fn state_of(fs: &FsStore, mailbox: &Address, id: MessageId) -> Result<Option<State>> {
+    match fs.open_box(mailbox)? {
+        Some(bx) => Ok(state_in(&bx, &file_name(id))?),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn transition(
+    fs: &FsStore,
+    mailbox: &Address,
+    moves: &[(MessageId, State)],
+    to: State,
+) -> Result<Vec<bool>> {
+    let mut result = vec![false; moves.len()];
+    if moves.is_empty() {
+        return Ok(result);
+    }
+    let Some(bx) = fs.open_box(mailbox)? else {
+        return Ok(result);
+    };
+    let target = match bx.open(state_dir_name(to))? {
+        Some(t) => t,
+        // Create the target only when there is something to move: a refused move must
+        // leave the home as it was.
+        None if moves.iter().any(|(id, from)| {
+            bx.open(state_dir_name(*from))
+                .ok()
+                .flatten()
+                .is_some_and(|d| d.exists(&file_name(*id)).unwrap_or(false))
+        }) =>
+        {
+            bx.open_or_create(state_dir_name(to))?
+        }
+        None => return Ok(result),
+    };
+    let mut sources: Vec<(State, Dir)> = Vec::new();
+    for (i, (id, from)) in moves.iter().enumerate() {
+        if *from == to {
+            continue;
+        }
+        if !sources.iter().any(|(s, _)| s == from) {
+            match bx.open(state_dir_name(*from))? {
+                Some(d) => sources.push((*from, d)),
+                None => continue,
+            }
+        }
+        let Some((_, src)) = sources.iter().find(|(s, _)| s == from) else {
+            continue;
+        };
+        let name = file_name(*id);
+        result[i] = src.rename(&name, &target, &name)?;
+        if result[i] && to == State::Done {
+            // `recover` orders by this: when the copy was archived.
+            target.stamp(&name)?;
+        }
+    }
+    if result.iter().any(|m| *m) {
+        target.sync()?;
+        for (_, src) in &sources {
+            src.sync()?;
+        }
+    }
+    Ok(result)
+}
+
+pub(crate) fn replace_unread(fs: &FsStore, mailbox: &Address, message: &Message) -> Result<bool> {
+    let Some(bx) = fs.open_box(mailbox)? else {
+        return Ok(false);
+    };
+    let Some(unread) = bx.open(state_dir_name(State::Unread))? else {
+        return Ok(false);
+    };
+    let tmp = bx.open_or_create(TMP)?;
+    let revisions = bx.open_or_create(REVISIONS)?;
+    let name = file_name(message.id);
+    let old_name = format!("{}.r{}.md", message.id, message.revision.saturating_sub(1));
+    let t = tmp.write_temp(message_to_text(message).as_bytes(), Durability::Durable)?;
+    match tmp.exchange(&t, &unread, &name) {
+        Ok(true) => {}
+        Ok(false) => {
+            tmp.remove(&t)?;
+            return Ok(false);
+        }
+        Err(FsError::Io { source, .. }) if source.kind() == std::io::ErrorKind::Unsupported => {
+            // No atomic exchange here: claim the unread copy by moving it aside first, so
+            // a reader either got it before the claim or finds the new revision after.
+            let claim = format!("{}.editing", message.id);
+            if !unread.rename(&name, &tmp, &claim)? {
+                tmp.remove(&t)?;
+                return Ok(false);
+            }
+            tmp.rename(&t, &unread, &name)?;
+            unread.sync()?;
+            tmp.rename(&claim, &revisions, &old_name)?;
+            revisions.sync()?;
+            return Ok(true);
+        }
+        Err(e) => {
+            let _ = tmp.remove(&t);
+            return Err(e.into());
+        }
+    }
+    unread.sync()?;
+    tmp.rename(&t, &revisions, &old_name)?;
+    revisions.sync()?;
+    Ok(true)
+}
+
+pub(crate) fn outbox(fs: &FsStore, sender: &Address) -> Result<Vec<Message>> {
+    let Some(bx) = fs.open_box(sender)? else {
+        return Ok(vec![]);
+    };
+    let mut out = Listing::default();
+    if let Some(outbox) = bx.open(OUTBOX)? {
+        read_dir(sender, &outbox, None, |_| true, &mut out)?;
+    }
+    Ok(out.messages.into_iter().map(|s| s.message).collect())
+}
+
+pub(crate) fn recently_archived(
+    fs: &FsStore,
+    mailbox: &Address,
+    limit: usize,
+) -> Result<Vec<(Stored, Timestamp)>> {
+    let Some(bx) = fs.open_box(mailbox)? else {
+        return Ok(vec![]);
+    };
+    let Some(done) = bx.open(state_dir_name(State::Done))? else {
+        return Ok(vec![]);
+    };
+    let mut dated = Vec::new();
+    for name in done.list()?.into_iter().filter(|n| is_message_name(n)) {
+        // The archive time: `transition` stamps the modification time on the way in.
+        if let Some(archived) = done.mtime(&name)? {
+            dated.push((archived, name));
+        }
+    }
+    dated.sort_by(|a, b| b.cmp(a));
+    let mut out = Vec::new();
+    for (archived, name) in dated.into_iter().take(limit) {
+        let mut l = Listing::default();
+        read_one(mailbox, &done, &name, Some(State::Done), &mut l)?;
+        if let Some(s) = l.messages.pop() {
+            out.push((
+                s,
+                Timestamp::from_nanosecond(archived).unwrap_or(Timestamp::UNIX_EPOCH),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn everything(fs: &FsStore, mailbox: &Address) -> Result<Listing> {
+    Ok(read_states(fs, mailbox, &State::ALL, |_| true)?)
+}
+
+/// Watches the mailbox's `unread/`, created when absent so the watch starts before the first
+/// delivery.
+pub(crate) fn watch(
+    fs: &FsStore,
+    mailbox: &Address,
+) -> Result<Box<dyn mailroom_core::store::Watch + Send>> {
+    let unread = fs
+        .create_box(mailbox)?
+        .open_or_create(state_dir_name(State::Unread))?;
+    let mut w = crate::watch::FsWatch::new(&unread)?;
+    // A member's broadcasts land in the project's `all` channel, which may not exist yet.
+    if let Some(project) = mailbox.project() {
+        if let Some(dir) = fs.open_project(project)? {
+            w.also(
+                dir,
+                &[
+                    crate::CHANNELS,
+                    mailroom_core::message::BROADCAST,
+                    crate::ENTRIES,
+                ],
+            )?;
+        }
+    }
+    Ok(Box::new(w))
+}
