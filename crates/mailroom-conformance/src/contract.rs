@@ -485,3 +485,81 @@ pub fn a_watch_wakes_for_broadcasts_posted_after_it_started(store: &dyn Store) {
         "and so does every later one"
     );
 }
+
+pub fn point_lookups_agree_with_the_listings_they_spare(store: &dyn Store) {
+    let m = crate::kit::mailroom(store);
+    let sent = crate::kit::send(&m, "alice@web", &["bob@web", "carol@web"], "Needle in here");
+    crate::kit::send(&m, "alice@web", &["bob@web"], "nothing to find");
+    let alice = addr("alice@web");
+    assert_eq!(
+        store.sent(&alice, sent.id).expect("sent").map(|m| m.id),
+        Some(sent.id)
+    );
+    assert_eq!(
+        store
+            .sent(&alice, mailroom_core::MessageId::generate())
+            .expect("sent"),
+        None
+    );
+    let recipients = [addr("bob@web"), addr("carol@web"), addr("dave@web")];
+    assert_eq!(
+        store.states(sent.id, &recipients).expect("states"),
+        vec![Some(State::Unread), Some(State::Unread), None]
+    );
+    let found = store.search(&addr("bob@web"), "needle").expect("search");
+    assert_eq!(
+        found
+            .messages
+            .iter()
+            .map(|s| s.message.id)
+            .collect::<Vec<_>>(),
+        vec![sent.id]
+    );
+    let traces = store.search_sent(&alice, "needle").expect("search sent");
+    assert_eq!(
+        traces.iter().map(|m| m.id).collect::<Vec<_>>(),
+        vec![sent.id]
+    );
+
+    let posted = m
+        .post(
+            &alice,
+            &name("web"),
+            "run-1",
+            crate::kit::draft(&[], "a needle posted"),
+        )
+        .expect("post")
+        .message;
+    let channel = mailroom_core::message::ChannelRef {
+        project: name("web"),
+        name: name("run-1"),
+    };
+    assert_eq!(
+        store
+            .entry(&channel, posted.id)
+            .expect("entry")
+            .map(|s| s.message.id),
+        Some(posted.id)
+    );
+    assert_eq!(store.entry(&channel, sent.id).expect("entry"), None);
+    let entries = store
+        .search_entries(&name("web"), "needle")
+        .expect("search entries");
+    assert_eq!(
+        entries
+            .messages
+            .iter()
+            .map(|s| s.message.id)
+            .collect::<Vec<_>>(),
+        vec![posted.id]
+    );
+
+    crate::kit::send(&m, "bob@ops", &["HUMAN"], "bob is in ops too");
+    let projects: Vec<String> = store
+        .memberships(&name("BOB"))
+        .expect("memberships")
+        .into_iter()
+        .map(|(p, member)| format!("{}:{}", p.name, member.handle))
+        .collect();
+    assert_eq!(projects, vec!["ops:bob", "web:bob"]);
+}

@@ -21,5 +21,6 @@ pub use message::{Damaged, Kind, Listing, Message, MessageId, Priority, State, S
 pub use name::Name;
 pub use ops::Mailroom;
 pub use store::{
-    Delivery, Finding, KeyClaim, Member, MemberStatus, OriginClaim, Policy, Project, Store,
+    Channels, Delivery, Directory, Finding, KeyClaim, Mailboxes, Member, MemberStatus, OriginClaim,
+    Policy, Project, Sessions, Store,
 };

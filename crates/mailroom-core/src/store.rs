@@ -135,14 +135,20 @@ pub struct Finding {
     pub fixed: bool,
 }
 
-/// Where mailroom keeps everything. See the module documentation for the atomicity rule.
+/// Where mailroom keeps everything: the four roles below, shared across threads (an async
+/// server calls it from its blocking pool). See the module documentation for the atomicity
+/// rule. A store's own upkeep (`doctor` for the file store) is its own, not part of this
+/// contract.
 ///
 /// "Not found" is `Ok(None)` (or an empty listing) wherever the method can answer it; errors
 /// are for failures of the store itself.
-pub trait Store {
+pub trait Store: Directory + Mailboxes + Channels + Sessions + Send + Sync {
     /// A short description for `whoami` and `doctor` (a path, a URL without credentials).
     fn describe(&self) -> String;
+}
 
+/// Projects and their rosters: who exists.
+pub trait Directory {
     /// Every project, sorted by name.
     fn projects(&self) -> Result<Vec<Project>>;
 
@@ -168,6 +174,21 @@ pub trait Store {
     /// Replaces an existing member's entry (status, role); `Ok(false)` when there is none.
     fn update_member(&self, project: &Name, member: &Member) -> Result<bool>;
 
+    /// Every project `handle` is on the roster of, with its entry, sorted by project: one
+    /// question where a database answers with one query (the default asks each project).
+    fn memberships(&self, handle: &Name) -> Result<Vec<(Project, Member)>> {
+        let mut out = Vec::new();
+        for p in self.projects()? {
+            if let Some(m) = self.member(&p.name, handle)? {
+                out.push((p, m));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Mailboxes: directed mail, its copies and their states, and the senders' traces.
+pub trait Mailboxes {
     /// Puts a copy of `message` in `recipient`'s mailbox as unread, durably: when this returns
     /// `Ok`, the copy survives a crash of the machine. Delivering the same id twice to the same
     /// mailbox keeps one copy (the first) and returns `Ok(false)`. For one copy that is not part
@@ -246,6 +267,48 @@ pub trait Store {
     /// Every copy in the mailbox, in every state: the scan behind `search`.
     fn everything(&self, mailbox: &Address) -> Result<Listing>;
 
+    /// The sender's trace of its message `id`, if there is one (a point lookup: the default
+    /// reads the whole outbox).
+    fn sent(&self, sender: &Address, id: MessageId) -> Result<Option<Message>> {
+        Ok(self.outbox(sender)?.into_iter().find(|m| m.id == id))
+    }
+
+    /// The state of the copy of `id` in each of `mailboxes`, in the order given (`None`: no
+    /// copy there): one question for all the recipients of a message.
+    fn states(&self, id: MessageId, mailboxes: &[Address]) -> Result<Vec<Option<State>>> {
+        mailboxes.iter().map(|m| self.state_of(m, id)).collect()
+    }
+
+    /// The copies in `mailbox`, in every state, whose subject or body contains `query` (see
+    /// [`matches_query`]), oldest first. A store may answer from an index; the default scans
+    /// [`Mailboxes::everything`].
+    fn search(&self, mailbox: &Address, query: &str) -> Result<Listing> {
+        let Listing { messages, damaged } = self.everything(mailbox)?;
+        Ok(Listing {
+            messages: messages
+                .into_iter()
+                .filter(|s| matches_query(&s.message, query))
+                .collect(),
+            damaged,
+        })
+    }
+
+    /// The sender's traces whose subject or body contains `query`, oldest first.
+    fn search_sent(&self, sender: &Address, query: &str) -> Result<Vec<Message>> {
+        let mut sent = self.outbox(sender)?;
+        sent.retain(|m| matches_query(m, query));
+        Ok(sent)
+    }
+}
+
+/// Whether `query` (lower-cased, non-empty) occurs in the message's subject or body, compared
+/// in lower case: the search rule every store keeps, however it finds the candidates.
+pub fn matches_query(m: &Message, query: &str) -> bool {
+    m.subject.to_lowercase().contains(query) || m.body.to_lowercase().contains(query)
+}
+
+/// Channels: append-only streams and each reader's seen set.
+pub trait Channels {
     /// Appends `message` to a channel, durably. Entries are never edited or deleted; the same
     /// id twice keeps the first and returns `Ok(false)`.
     fn append(&self, channel: &ChannelRef, message: &Message) -> Result<bool>;
@@ -276,6 +339,40 @@ pub trait Store {
     /// The project's channels that have entries (or retracted ones), sorted by name.
     fn channels(&self, project: &Name) -> Result<Vec<Name>>;
 
+    /// The entries (not retracted) of every channel of `project` whose subject or body
+    /// contains `query` (see [`matches_query`]), by channel then oldest first.
+    fn search_entries(&self, project: &Name, query: &str) -> Result<Listing> {
+        let mut out = Listing::default();
+        for name in self.channels(project)? {
+            let channel = ChannelRef {
+                project: project.clone(),
+                name,
+            };
+            let Listing { messages, damaged } = self.entries(&channel, false)?;
+            out.messages.extend(
+                messages
+                    .into_iter()
+                    .filter(|s| matches_query(&s.message, query)),
+            );
+            out.damaged.extend(damaged);
+        }
+        Ok(out)
+    }
+
+    /// The entry `id` of the channel, retracted or not (a point lookup: the default lists the
+    /// channel).
+    fn entry(&self, channel: &ChannelRef, id: MessageId) -> Result<Option<Stored>> {
+        Ok(self
+            .entries(channel, true)?
+            .messages
+            .into_iter()
+            .find(|s| s.message.id == id))
+    }
+}
+
+/// What a session relies on: waking on new mail, the hooks' change token and injection mark,
+/// and who claimed a git-derived identity.
+pub trait Sessions {
     /// Starts watching `mailbox` for newly delivered mail: directed mail, and for a project
     /// member the project's broadcasts (all that `peek` lists). Mail delivered or posted after
     /// this returns wakes the watch, so a caller that checks after starting the watch misses
@@ -295,10 +392,6 @@ pub trait Store {
 
     /// Saves the mark of an injection (best effort, like every cache).
     fn set_last_injected(&self, mailbox: &Address, token: &str) -> Result<()>;
-
-    /// Checks the store for problems (and with `fix`, repairs those that are safe to repair:
-    /// never a message's content, never by deleting a message).
-    fn doctor(&self, fix: bool) -> Result<Vec<Finding>>;
 
     /// Records `path` as the checkout that claims this git-derived identity, unless one did.
     /// Writes nothing while the identity has no mailbox (`Ok(OriginClaim::Same)`).

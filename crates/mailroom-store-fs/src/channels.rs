@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use mailroom_core::message::ChannelRef;
-use mailroom_core::{Address, Listing, Message, MessageId, Name, Result, State};
+use mailroom_core::{Address, Listing, Message, MessageId, Name, Result, State, Stored};
 
 use crate::codec::message_to_text;
 use crate::dir::Durability;
@@ -49,6 +49,24 @@ pub(crate) fn entries(fs: &FsStore, channel: &ChannelRef, retracted: bool) -> Re
     keep_latest(&mut out.messages);
     out.messages.sort_by_key(|s| s.message.id);
     Ok(out)
+}
+
+/// One entry, live or retracted, read by its file name: a point lookup, not a listing.
+pub(crate) fn entry(fs: &FsStore, channel: &ChannelRef, id: MessageId) -> Result<Option<Stored>> {
+    let Some(dir) = fs.open_channel(channel)? else {
+        return Ok(None);
+    };
+    let owner = entry_owner(channel);
+    for (sub, state) in [(ENTRIES, State::Unread), (RETRACTED, State::Retracted)] {
+        if let Some(d) = dir.open(sub)? {
+            let mut out = Listing::default();
+            crate::listing::read_one(&owner, &d, &file_name(id), Some(state), &mut out)?;
+            if let Some(s) = out.messages.pop() {
+                return Ok(Some(s));
+            }
+        }
+    }
+    Ok(None)
 }
 
 pub(crate) fn unseen(fs: &FsStore, channel: &ChannelRef, reader: &Name) -> Result<Listing> {

@@ -29,7 +29,9 @@ use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
 use mailroom_core::message::ChannelRef;
-use mailroom_core::store::{Delivery, KeyClaim, OriginClaim};
+use mailroom_core::store::{
+    Channels, Delivery, Directory, KeyClaim, Mailboxes, OriginClaim, Sessions,
+};
 use mailroom_core::{
     Address, Listing, Member, Message, MessageId, Name, Policy, Project, Result, Scope, State,
     Store, Stored,
@@ -294,7 +296,9 @@ impl Store for FsStore {
     fn describe(&self) -> String {
         self.home.display().to_string()
     }
+}
 
+impl Directory for FsStore {
     fn projects(&self) -> Result<Vec<Project>> {
         directory::projects(self)
     }
@@ -325,6 +329,12 @@ impl Store for FsStore {
 
     fn update_member(&self, project: &Name, member: &Member) -> Result<bool> {
         directory::update_member(self, project, member)
+    }
+}
+
+impl Mailboxes for FsStore {
+    fn sent(&self, sender: &Address, id: MessageId) -> Result<Option<Message>> {
+        mailbox::sent(self, sender, id)
     }
 
     fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool> {
@@ -387,6 +397,12 @@ impl Store for FsStore {
     fn everything(&self, mailbox: &Address) -> Result<Listing> {
         mailbox::everything(self, mailbox)
     }
+}
+
+impl Channels for FsStore {
+    fn entry(&self, channel: &ChannelRef, id: MessageId) -> Result<Option<Stored>> {
+        channels::entry(self, channel, id)
+    }
 
     fn append(&self, channel: &ChannelRef, message: &Message) -> Result<bool> {
         channels::append(self, channel, message)
@@ -420,7 +436,9 @@ impl Store for FsStore {
     fn channels(&self, project: &Name) -> Result<Vec<Name>> {
         channels::channels(self, project)
     }
+}
 
+impl Sessions for FsStore {
     fn watch(&self, mailbox: &Address) -> Result<Box<dyn mailroom_core::store::Watch + Send>> {
         mailbox::watch(self, mailbox)
     }
@@ -437,11 +455,16 @@ impl Store for FsStore {
         session::set_last_injected(self, mailbox, token)
     }
 
-    fn doctor(&self, fix: bool) -> Result<Vec<mailroom_core::Finding>> {
-        Ok(doctor::run(self, fix)?)
-    }
-
     fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim> {
         session::claim_origin(self, identity, path)
+    }
+}
+
+impl FsStore {
+    /// Checks the home for problems (and with `fix`, repairs those that are safe to repair:
+    /// never a message's content, never by deleting a message). The file store's own upkeep,
+    /// not part of the shared store contract.
+    pub fn doctor(&self, fix: bool) -> Result<Vec<mailroom_core::Finding>> {
+        Ok(doctor::run(self, fix)?)
     }
 }

@@ -278,6 +278,19 @@ pub(crate) fn outbox(fs: &FsStore, sender: &Address) -> Result<Vec<Message>> {
     Ok(out.messages.into_iter().map(|s| s.message).collect())
 }
 
+/// One outbox trace, read by its file name: a point lookup, not a listing.
+pub(crate) fn sent(fs: &FsStore, sender: &Address, id: MessageId) -> Result<Option<Message>> {
+    let Some(bx) = fs.open_box(sender)? else {
+        return Ok(None);
+    };
+    let Some(outbox) = bx.open(OUTBOX)? else {
+        return Ok(None);
+    };
+    let mut out = Listing::default();
+    read_one(sender, &outbox, &file_name(id), None, &mut out)?;
+    Ok(out.messages.pop().map(|s| s.message))
+}
+
 pub(crate) fn recently_archived(
     fs: &FsStore,
     mailbox: &Address,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use mailroom_core::identity::{self, Identity, Inputs, Repo};
 use mailroom_core::store::OriginClaim;
-use mailroom_core::{Address, Error, Mailroom, Name, Store};
+use mailroom_core::{Address, Error, Mailroom, Name, Sessions as _};
 use mailroom_store_fs::FsStore;
 
 use crate::cli::Cli;

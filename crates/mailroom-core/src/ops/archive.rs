@@ -70,38 +70,29 @@ impl Mailroom<'_> {
         if q.is_empty() {
             return Err(Error::Invalid("the search query is empty".into()));
         }
-        let matches = |m: &Message| {
-            m.subject.to_lowercase().contains(&q) || m.body.to_lowercase().contains(&q)
-        };
-        let Listing { messages, damaged } = self.store.everything(me)?;
+        let Listing { messages, damaged } = self.store.search(me, &q)?;
         let mut hits: Vec<SearchHit> = messages
             .into_iter()
-            .filter(|s| matches(&s.message))
             .map(|stored| SearchHit {
                 stored,
                 sent: false,
             })
             .collect();
         if let Some(project) = me.project() {
-            for name in self.store.channels(project)? {
-                let channel = crate::message::ChannelRef {
-                    project: project.clone(),
-                    name,
-                };
-                for stored in self.store.entries(&channel, false)?.messages {
-                    if matches(&stored.message) {
-                        hits.push(SearchHit {
-                            stored,
-                            sent: false,
-                        });
-                    }
-                }
-            }
+            // Unreadable channel entries are not the reader's mailbox: `doctor` reports them.
+            let entries = self.store.search_entries(project, &q)?.messages;
+            hits.extend(entries.into_iter().map(|stored| SearchHit {
+                stored,
+                sent: false,
+            }));
         }
-        for message in self.store.outbox(me)? {
-            if !matches(&message) || hits.iter().any(|h| h.stored.message.id == message.id) {
-                continue;
-            }
+        let sent: Vec<Message> = self
+            .store
+            .search_sent(me, &q)?
+            .into_iter()
+            .filter(|m| hits.iter().all(|h| h.stored.message.id != m.id))
+            .collect();
+        for message in sent {
             let state = match message.to.first() {
                 Some(to) => self.store.state_of(to, message.id)?,
                 None => None,

@@ -106,7 +106,7 @@ impl Mailroom<'_> {
         }
         if let Some(key) = &draft.idempotency_key {
             if let KeyClaim::Existing(first) = self.store.claim_key(me, key, id)? {
-                let original = self.store.outbox(me)?.into_iter().find(|m| m.id == first);
+                let original = self.store.sent(me, first)?;
                 let message = original.unwrap_or_else(|| Message {
                     id: first,
                     thread: first,

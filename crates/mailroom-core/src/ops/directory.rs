@@ -323,21 +323,16 @@ impl Mailroom<'_> {
         handle: &Name,
         current: Option<&Name>,
     ) -> Result<Vec<Candidate>> {
-        let mut out = Vec::new();
-        for p in self.store.projects()? {
-            if Some(&p.name) == current {
-                continue;
-            }
-            if let Some(m) = self.store.member(&p.name, handle)? {
-                if m.status == MemberStatus::Active {
-                    out.push(Candidate {
-                        reason: format!("active member of project '{}'", p.name),
-                        address: Address::in_project(m.handle, p.name),
-                    });
-                }
-            }
-        }
-        Ok(out)
+        Ok(self
+            .store
+            .memberships(handle)?
+            .into_iter()
+            .filter(|(p, m)| Some(&p.name) != current && m.status == MemberStatus::Active)
+            .map(|(p, m)| Candidate {
+                reason: format!("active member of project '{}'", p.name),
+                address: Address::in_project(m.handle, p.name),
+            })
+            .collect())
     }
 
     /// Roster handles close to `handle`, closest first, for did-you-mean.

@@ -45,11 +45,30 @@ fn whole_seconds(at: Timestamp) -> Timestamp {
     Timestamp::from_second(at.as_second()).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-/// The operations over one store.
-#[derive(Clone, Copy)]
+/// The operations over one store: borrowed for one command, or shared (`Mailroom::shared`,
+/// `Mailroom<'static>`, `Send + Sync + Clone`) by a server that calls it from many threads.
+#[derive(Clone)]
 pub struct Mailroom<'s> {
-    store: &'s dyn Store,
+    store: StoreRef<'s>,
     clock: Clock,
+}
+
+/// How a `Mailroom` holds its store.
+#[derive(Clone)]
+enum StoreRef<'s> {
+    Borrowed(&'s dyn Store),
+    Shared(std::sync::Arc<dyn Store>),
+}
+
+impl<'s> std::ops::Deref for StoreRef<'s> {
+    type Target = dyn Store + 's;
+
+    fn deref(&self) -> &(dyn Store + 's) {
+        match self {
+            StoreRef::Borrowed(s) => *s,
+            StoreRef::Shared(s) => s.as_ref(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Mailroom<'_> {
@@ -60,20 +79,30 @@ impl std::fmt::Debug for Mailroom<'_> {
     }
 }
 
-impl<'s> Mailroom<'s> {
-    pub fn new(store: &'s dyn Store) -> Mailroom<'s> {
+impl Mailroom<'static> {
+    /// Operations over a store shared by several threads: clone it into each task.
+    pub fn shared(store: std::sync::Arc<dyn Store>) -> Mailroom<'static> {
         Mailroom {
-            store,
+            store: StoreRef::Shared(store),
             clock: system_clock,
         }
     }
+}
 
-    pub fn with_clock(store: &'s dyn Store, clock: Clock) -> Mailroom<'s> {
-        Mailroom { store, clock }
+impl<'s> Mailroom<'s> {
+    pub fn new(store: &'s dyn Store) -> Mailroom<'s> {
+        Mailroom::with_clock(store, system_clock)
     }
 
-    pub fn store(&self) -> &'s dyn Store {
-        self.store
+    pub fn with_clock(store: &'s dyn Store, clock: Clock) -> Mailroom<'s> {
+        Mailroom {
+            store: StoreRef::Borrowed(store),
+            clock,
+        }
+    }
+
+    pub fn store(&self) -> &(dyn Store + 's) {
+        &*self.store
     }
 
     /// The clock's time in whole seconds.

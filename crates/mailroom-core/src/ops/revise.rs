@@ -88,10 +88,8 @@ impl Mailroom<'_> {
                 }
             }
         }
-        if let Err(e) = self.store.record_sent(&new) {
-            // Best effort, like every outbox trace: the recipients have the edit.
-            let _ = e;
-        }
+        // Best effort, like every outbox trace: the recipients have the edit.
+        let _ = self.store.record_sent(&new);
         Ok(EditReport {
             message: new,
             outcomes,
@@ -187,11 +185,8 @@ impl Mailroom<'_> {
         sent.into_iter()
             .skip(skip)
             .map(|message| {
-                let recipients = message
-                    .to
-                    .iter()
-                    .map(|to| Ok((to.clone(), self.store.state_of(to, message.id)?)))
-                    .collect::<Result<_>>()?;
+                let states = self.store.states(message.id, &message.to)?;
+                let recipients = message.to.iter().cloned().zip(states).collect();
                 Ok(OutboxEntry {
                     message,
                     recipients,

@@ -123,7 +123,7 @@ impl Mailroom<'_> {
                 return self.redeliver(me, first, &message, notices);
             }
         }
-        deliver_all(self.store, me, &message, &mut notices)?;
+        deliver_all(self.store(), me, &message, &mut notices)?;
         if super::channels::forwards_to_human(me, &message) {
             notices.push("the hold request is also in the HUMAN mailbox".into());
         }
@@ -145,7 +145,7 @@ impl Mailroom<'_> {
         retry: &Message,
         mut notices: Vec<String>,
     ) -> Result<Sent> {
-        let original = self.store.outbox(me)?.into_iter().find(|m| m.id == first);
+        let original = self.store.sent(me, first)?;
         let message = original.unwrap_or_else(|| {
             // No trace (lost in a crash, or the first send failed and was undone): the retry's
             // content, under the first id.
@@ -156,7 +156,7 @@ impl Mailroom<'_> {
             }
             m
         });
-        let delivered_now = deliver_all(self.store, me, &message, &mut notices)?;
+        let delivered_now = deliver_all(self.store(), me, &message, &mut notices)?;
         notices.push(if delivered_now.is_empty() {
             format!(
                 "this idempotency key was used before; message {} stands and nothing new was delivered",

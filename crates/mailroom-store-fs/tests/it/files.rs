@@ -9,8 +9,8 @@ use std::thread;
 
 use mailroom_core::ops::{Draft, EditOutcome, EditPatch, Inbox};
 use mailroom_core::{
-    Address, Error, ErrorKind, Kind, Mailroom, MemberStatus, Message, MessageId, Name, Policy,
-    Priority, State, Store,
+    Address, Error, ErrorKind, Kind, Mailboxes, Mailroom, MemberStatus, Message, MessageId, Name,
+    Policy, Priority, Sessions, State,
 };
 use mailroom_store_fs::frontmatter::{self, Value};
 use mailroom_store_fs::{FsStore, state_dir_name};
@@ -808,5 +808,36 @@ fn a_home_that_is_a_symlink_is_refused_for_writes() {
         std::fs::read_dir(&elsewhere).expect("the target").count(),
         0,
         "nothing was written through the link"
+    );
+}
+
+#[test]
+fn one_shared_mailroom_serves_many_threads() {
+    fn shareable<T: Send + Sync + Clone + 'static>(_: &T) {}
+    let home = Home::new();
+    let shared = Mailroom::shared(std::sync::Arc::new(FsStore::new(home.path())));
+    shareable(&shared);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let m = shared.clone();
+            thread::spawn(move || {
+                for i in 0..10 {
+                    m.send(
+                        &addr(&format!("s{t}@web")),
+                        draft("bob@web", &format!("{t}-{i}")),
+                    )
+                    .expect("send");
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a sender thread");
+    }
+    let bob = shared.store().pending(&addr("bob@web")).expect("pending");
+    assert_eq!(
+        bob.messages.len(),
+        40,
+        "every send from every thread arrived once"
     );
 }

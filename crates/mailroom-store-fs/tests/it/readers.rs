@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use mailroom_core::message::BROADCAST;
 use mailroom_core::ops::Draft;
-use mailroom_core::{Address, Finding, Kind, Mailroom, MessageId, Name, State, Store};
+use mailroom_core::{
+    Address, Directory, Finding, Kind, Mailboxes, Mailroom, MessageId, Name, Sessions, State,
+};
 use mailroom_store_fs::FsStore;
 use tempfile::TempDir;
 

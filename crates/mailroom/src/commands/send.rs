@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use mailroom_core::ops::{Draft, Sent};
-use mailroom_core::{State, Store as _};
+use mailroom_core::{Mailboxes as _, State};
 use serde_json::json;
 
 use crate::cli::{ReplyArgs, SendArgs};
