@@ -130,6 +130,8 @@ fn unknown_handle(handle: &str, project: &str, suggestions: &[String]) -> String
 pub enum Fix {
     /// List the pending mail.
     Inbox,
+    /// Wait again, or look at the pending mail.
+    WaitAgain,
     /// List what one sent.
     Outbox,
     /// List recently archived mail.
@@ -213,6 +215,7 @@ impl Error {
             Error::MessageNotFound { list, .. } => Some(list.as_ref().clone()),
             Error::NotCancellable { id, .. } => Some(Fix::Edit { id: *id }),
             Error::RefusedWith { fix, .. } => Some(fix.as_ref().clone()),
+            Error::Timeout(_) => Some(Fix::WaitAgain),
             _ => None,
         }
     }

@@ -8,7 +8,6 @@ use mailroom_core::text::MAX_BODY_BYTES;
 use mailroom_core::{Damaged, Error, Message, State, Stored};
 use serde_json::{Value, json};
 
-/// The JSON object of a message, with the state of this copy.
 /// Who a message went to, as one line: the recipients, or `#channel@project`.
 pub fn recipients(m: &Message) -> String {
     match (&m.channel, m.to.is_empty()) {
@@ -101,6 +100,7 @@ impl serde::Serialize for MessageOut<'_> {
     }
 }
 
+/// The JSON object of a message, with the state of this copy.
 pub fn message_json(m: &Message, state: Option<State>) -> Value {
     serde_json::to_value(MessageOut::new(m, state, &[])).unwrap_or(Value::Null)
 }

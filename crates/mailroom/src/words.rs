@@ -39,7 +39,7 @@ impl CliWords {
     /// The command that takes the step `fix`.
     pub fn fix_command(&self, fix: &Fix) -> String {
         let rest = match fix {
-            Fix::Inbox => "inbox".to_owned(),
+            Fix::Inbox | Fix::WaitAgain => "inbox".to_owned(),
             Fix::Outbox => "outbox".to_owned(),
             Fix::Recover => "recover".to_owned(),
             Fix::Broadcasts => "channel show all".to_owned(),
@@ -73,6 +73,7 @@ impl CliWords {
             Fix::Inbox | Fix::Outbox | Fix::Recover | Fix::Broadcasts => {
                 format!("list them with `{cmd}`")
             }
+            Fix::WaitAgain => format!("wait again, or check `{cmd}`"),
             Fix::Projects => format!("`{cmd}` lists them"),
             Fix::Roster { .. } => format!("ask one of them (`{cmd}`) or the operator"),
             Fix::AddProject { .. } => format!("create it with `{cmd}`"),

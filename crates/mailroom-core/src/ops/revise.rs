@@ -32,6 +32,8 @@ pub enum EditOutcome {
 pub struct EditReport {
     pub message: Message,
     pub outcomes: Vec<(Address, EditOutcome)>,
+    /// Things the editor should know (a trace that could not be updated), as a send says them.
+    pub notices: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -88,11 +90,18 @@ impl Mailroom<'_> {
                 }
             }
         }
-        // Best effort, like every outbox trace: the recipients have the edit.
-        let _ = self.store.record_sent(&new);
+        // Best effort, like every outbox trace: the recipients have the edit, and the editor
+        // is told, as a send tells its sender.
+        let mut notices = Vec::new();
+        if let Err(e) = self.store.record_sent(&new) {
+            notices.push(format!(
+                "the outbox trace could not be updated ({e}); the recipients have the edit"
+            ));
+        }
         Ok(EditReport {
             message: new,
             outcomes,
+            notices,
         })
     }
 

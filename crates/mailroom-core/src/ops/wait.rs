@@ -32,9 +32,7 @@ impl WaitFor {
             (Some(f), None) => format!("mail from {f}"),
             (None, None) => "new mail".to_owned(),
         };
-        Error::Timeout(format!(
-            "no {for_what} arrived within {waited:?}; wait again, or check `mailroom inbox`"
-        ))
+        Error::Timeout(format!("no {for_what} arrived within {waited:?}"))
     }
 }
 

@@ -133,6 +133,7 @@ pub fn edit(ctx: &mut Ctx, args: EditArgs) -> Result<()> {
             body: args.message,
         },
     )?;
+    output::notices(&report.notices);
     if ctx.json {
         let outcomes: Vec<_> = report
             .outcomes
