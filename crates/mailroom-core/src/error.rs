@@ -43,6 +43,8 @@ pub enum Error {
     Invalid(String),
     #[error("project '{0}' does not exist")]
     ProjectNotFound(String),
+    #[error("project '{project}' has no channel '{channel}'")]
+    ChannelNotFound { channel: String, project: String },
     #[error("{}", unknown_handle(.handle, .project, .suggestions))]
     UnknownHandle {
         handle: String,
@@ -140,6 +142,8 @@ pub enum Fix {
     Broadcasts,
     /// List the projects.
     Projects,
+    /// List a project's channels.
+    Channels { project: String },
     /// List a project's roster.
     Roster { project: String },
     /// Create a project.
@@ -177,6 +181,7 @@ impl Error {
             | Error::UnknownHandle { .. }
             | Error::CloseName { .. }
             | Error::HandleNowhere { .. }
+            | Error::ChannelNotFound { .. }
             | Error::NotFound(_)
             | Error::MessageNotFound { .. } => ErrorKind::NotFound,
             Error::Inactive { .. }
@@ -210,6 +215,9 @@ impl Error {
                 project: project.clone(),
             }),
             Error::HandleNowhere { .. } => Some(Fix::Projects),
+            Error::ChannelNotFound { project, .. } => Some(Fix::Channels {
+                project: project.clone(),
+            }),
             Error::CloseName { create, .. } => Some(Fix::Anyway(create.clone())),
             Error::Inactive { address } => address_fix(address),
             Error::MessageNotFound { list, .. } => Some(list.as_ref().clone()),

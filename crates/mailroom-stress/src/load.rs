@@ -576,7 +576,16 @@ fn poster(sh: &Shared<'_>, n: usize) -> Result<()> {
 fn channel_reader(sh: &Shared<'_>) -> Result<()> {
     loop {
         let last = !sh.channel.posting.load(Ordering::SeqCst);
-        if let Some((_, v)) = sh.run(LEADER, &["channel", "read", CHANNEL], None, &[0])? {
+        // Until a post was acknowledged the run channel does not exist yet: "not found" (3) is
+        // the right answer then, and only then.
+        let exists = !sh
+            .channel
+            .posted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty();
+        let allowed: &[i32] = if exists { &[0] } else { &[0, 3] };
+        if let Some((_, v)) = sh.run(LEADER, &["channel", "read", CHANNEL], None, allowed)? {
             if v["damaged"].as_array().is_some_and(|d| !d.is_empty()) {
                 sh.problem(
                     Category::Torn,

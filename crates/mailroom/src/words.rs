@@ -44,6 +44,7 @@ impl CliWords {
             Fix::Recover => "recover".to_owned(),
             Fix::Broadcasts => "channel show all".to_owned(),
             Fix::Projects => "projects".to_owned(),
+            Fix::Channels { project } => format!("channel list --project {project}"),
             Fix::Roster { project } => format!("roster list --project {project}"),
             Fix::AddProject { project } => format!("projects add {project}"),
             Fix::AddMember { handle, project } => {
@@ -74,7 +75,7 @@ impl CliWords {
                 format!("list them with `{cmd}`")
             }
             Fix::WaitAgain => format!("wait again, or check `{cmd}`"),
-            Fix::Projects => format!("`{cmd}` lists them"),
+            Fix::Projects | Fix::Channels { .. } => format!("`{cmd}` lists them"),
             Fix::Roster { .. } => format!("ask one of them (`{cmd}`) or the operator"),
             Fix::AddProject { .. } => format!("create it with `{cmd}`"),
             Fix::AddMember { .. } => format!("add it with `{cmd}`"),

@@ -68,6 +68,20 @@ impl Mailroom<'_> {
         })
     }
 
+    /// A channel that exists: `all` always does (a project's broadcasts), any other once
+    /// something was posted to it. Reading a name nobody posted to is a typo, not an empty
+    /// channel.
+    fn existing_channel(&self, project: &Name, name: &str) -> Result<ChannelRef> {
+        let channel = self.channel_ref(project, name)?;
+        if channel.is_broadcast() || self.store.channels(project)?.contains(&channel.name) {
+            return Ok(channel);
+        }
+        Err(Error::ChannelNotFound {
+            channel: channel.name.to_string(),
+            project: project.to_string(),
+        })
+    }
+
     /// Posts to a channel of `project`; `all` is a broadcast. A HOLD_REQUEST also reaches HUMAN.
     pub fn post(&self, me: &Address, project: &Name, channel: &str, draft: Draft) -> Result<Sent> {
         let channel = self.channel_ref(project, channel)?;
@@ -183,7 +197,7 @@ impl Mailroom<'_> {
         channel: &str,
         limit: Option<usize>,
     ) -> Result<ChannelRead> {
-        let channel = self.channel_ref(project, channel)?;
+        let channel = self.existing_channel(project, channel)?;
         let Listing {
             mut messages,
             damaged,
@@ -211,7 +225,7 @@ impl Mailroom<'_> {
         project: &Name,
         channel: &str,
     ) -> Result<(ChannelRef, Listing)> {
-        let channel = self.channel_ref(project, channel)?;
+        let channel = self.existing_channel(project, channel)?;
         let mut listing = self.store.entries(&channel, true)?;
         let seen: std::collections::HashSet<MessageId> =
             self.store.seen(&channel, reader(me))?.into_iter().collect();
@@ -309,7 +323,7 @@ impl Mailroom<'_> {
 
     /// The channel in the mailbox protocol's `mailbox.md` format (retracted entries left out).
     pub fn export_channel(&self, project: &Name, channel: &str) -> Result<String> {
-        let channel = self.channel_ref(project, channel)?;
+        let channel = self.existing_channel(project, channel)?;
         let listing = self.store.entries(&channel, false)?;
         let entries: Vec<mailbox_md::Entry> = listing
             .messages

@@ -47,9 +47,12 @@ fn read_once(store: &FsStore, me: &Address, channel: &str) -> Vec<MessageId> {
     let shown = if channel == BROADCAST {
         m.inbox(me, None).expect("inbox").messages
     } else {
-        m.channel_read(me, &web(), channel, None)
-            .expect("channel read")
-            .messages
+        match m.channel_read(me, &web(), channel, None) {
+            Ok(read) => read.messages,
+            // Until the writer's first post, the channel does not exist yet.
+            Err(mailroom_core::Error::ChannelNotFound { .. }) => vec![],
+            Err(e) => panic!("channel read: {e}"),
+        }
     };
     shown.iter().map(|s| s.message.id).collect()
 }

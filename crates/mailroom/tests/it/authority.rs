@@ -225,3 +225,25 @@ fn the_implicit_default_project_lists_an_empty_roster() {
     let run = home.cmd(["roster"]).current_dir(&repo).ok();
     assert_eq!(run.stdout, "Project 'default' has no members yet.\n");
 }
+
+#[test]
+fn reading_a_channel_nobody_posted_to_is_not_found() {
+    let home = Home::new();
+    home.as_("api@shop", ["channel", "post", "run-42", "-m", "started"])
+        .ok();
+    for args in [
+        &["channel", "read", "run-24"][..],
+        &["channel", "show", "run-24"],
+        &["channel", "export", "run-24"],
+    ] {
+        let run = home.as_("web@shop", args).fails(3);
+        assert_eq!(
+            run.stderr,
+            "error: project 'shop' has no channel 'run-24'; `mailroom channel list --project shop` lists them\n",
+            "{args:?}"
+        );
+    }
+    // The broadcast channel always exists, empty or not.
+    home.as_("web@shop", ["channel", "read", "all"]).ok();
+    home.as_("web@shop", ["channel", "read", "run-42"]).ok();
+}
