@@ -9,7 +9,6 @@ mod words;
 use std::process::ExitCode;
 
 use clap::Parser;
-use mailroom_core::ErrorKind;
 
 fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
@@ -29,12 +28,8 @@ fn main() -> ExitCode {
 /// Prints the error as one sentence (and as JSON on stdout with `--json`); returns its code.
 fn report(e: &anyhow::Error, json: bool) -> ExitCode {
     let (code, kind) = match e.downcast_ref::<mailroom_core::Error>().map(|e| e.kind()) {
-        Some(ErrorKind::Invalid) => (2, "invalid"),
-        Some(ErrorKind::NotFound) => (3, "not_found"),
-        Some(ErrorKind::Refused) => (4, "refused"),
-        Some(ErrorKind::Conflict) => (5, "conflict"),
-        Some(ErrorKind::Timeout) => (6, "timeout"),
-        Some(ErrorKind::Store) | None => (1, "failure"),
+        Some(k) => (k.code(), k.as_str()),
+        None => (1, "failure"),
     };
     let mut message = e.to_string();
     // The core says what would help; the command line says it as a command.
