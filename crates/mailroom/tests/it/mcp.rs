@@ -272,3 +272,32 @@ fn mcp_without_an_identity_is_refused_with_the_ways_to_get_one() {
     let run = home.cmd(["--as", "alice@web", "mcp", "--as-any"]).run();
     assert_eq!(run.code, 2, "{run:?}");
 }
+
+#[test]
+fn the_plugin_mcp_json_starts_the_server_with_every_tool() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plugin/.mcp.json"
+    ))
+    .unwrap();
+    let config: Value = serde_json::from_str(&text).unwrap();
+    let server = &config["mcpServers"]["mailroom"];
+    assert_eq!(server["command"], "mailroom");
+    let mut args = vec!["--as", "alice@web"];
+    args.extend(
+        server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap()),
+    );
+    let home = Home::new();
+    let mut mcp = Mcp::start(&home, &args);
+    let list = mcp.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    assert_eq!(
+        list["result"]["tools"].as_array().unwrap().len(),
+        21,
+        "{list}"
+    );
+    assert_eq!(mcp.finish(), 0);
+}
