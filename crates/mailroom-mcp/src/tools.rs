@@ -231,7 +231,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: false,
         input: input::<args::MarkDone>,
-        output: listing_out,
+        output: done_out,
         run: mark_done,
     },
     Spec {
@@ -345,6 +345,16 @@ fn listing_out() -> Value {
         "more": {"type": "integer"},
         "archived": {"type": "integer"},
         "damaged": {"type": "array"},
+    }))
+}
+
+fn done_out() -> Value {
+    with_error(json!({
+        "messages": {"type": "array", "items": {"type": "object", "properties": {
+            "id": {"type": "string"},
+            "state": {"type": "string"},
+            "changed": {"type": "boolean", "description": "false: it was already done"},
+        }, "required": ["id", "state", "changed"]}},
     }))
 }
 
