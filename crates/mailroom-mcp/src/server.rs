@@ -80,6 +80,7 @@ fn tool_error(e: &mailroom_core::Error) -> CallToolResult {
         message.push_str("; ");
         message.push_str(&McpWords::plain().fix_advice(&fix));
     }
+    let message = mailroom_core::text::escape_controls(&message);
     let kind = e.kind();
     let mut r = CallToolResult::error(vec![ContentBlock::text(format!("error: {message}"))]);
     r.structured_content = Some(json!({

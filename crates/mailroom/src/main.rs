@@ -45,7 +45,7 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
             message.push_str(&format!(": {cause}"));
         }
     }
-    let message = escape_controls(&message);
+    let message = mailroom_core::text::escape_controls(&message);
     eprintln!("error: {message}");
     if json {
         output::print_json(&serde_json::json!({
@@ -53,19 +53,4 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
         }));
     }
     ExitCode::from(code)
-}
-
-/// Errors quote user input; a newline, a Unicode line break, an escape sequence or a bidi
-/// override in it must not split the one-line error, reach the terminal raw or reorder it.
-fn escape_controls(s: &str) -> String {
-    use mailroom_core::text::{is_invisible, is_line_break};
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() || is_line_break(c) || is_invisible(c) {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
 }
