@@ -239,3 +239,29 @@ impl Error {
         }
     }
 }
+
+impl ErrorKind {
+    /// The exit code of this kind (documented in docs/CLI.md); every front end reports it.
+    pub fn code(self) -> u8 {
+        match self {
+            ErrorKind::Invalid => 2,
+            ErrorKind::NotFound => 3,
+            ErrorKind::Refused => 4,
+            ErrorKind::Conflict => 5,
+            ErrorKind::Timeout => 6,
+            ErrorKind::Store => 1,
+        }
+    }
+
+    /// The word JSON error reports carry for this kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Invalid => "invalid",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Refused => "refused",
+            ErrorKind::Conflict => "conflict",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Store => "failure",
+        }
+    }
+}

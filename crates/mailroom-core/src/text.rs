@@ -183,6 +183,21 @@ pub fn reply_subject(original: &str) -> String {
     }
 }
 
+/// An error sentence as one visible line: errors quote user input, and a newline, a Unicode
+/// line break, an escape sequence or a bidi override in it must not split the sentence, reach
+/// a terminal raw, reorder it, or pose as a line of framing to a model.
+pub fn escape_controls(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            if c.is_control() || is_line_break(c) || is_invisible(c) {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -161,6 +161,22 @@ pub enum Command {
     },
     /// Play a short exchange between two agents and a human in a temporary home.
     Demo,
+    /// Serve mailroom as MCP tools over stdio, acting as your identity (see README).
+    Mcp {
+        /// all: every tool; lifecycle: m_AI_l's five message-lifecycle tools only.
+        #[arg(long, value_enum, default_value = "all")]
+        tools: ToolsArg,
+        /// An operator's server: accept any sender named in a call, instead of acting as one
+        /// identity.
+        #[arg(long)]
+        as_any: bool,
+    },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ToolsArg {
+    All,
+    Lifecycle,
 }
 
 #[derive(Debug, Args)]

@@ -9,7 +9,6 @@ mod words;
 use std::process::ExitCode;
 
 use clap::Parser;
-use mailroom_core::ErrorKind;
 
 fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
@@ -29,12 +28,8 @@ fn main() -> ExitCode {
 /// Prints the error as one sentence (and as JSON on stdout with `--json`); returns its code.
 fn report(e: &anyhow::Error, json: bool) -> ExitCode {
     let (code, kind) = match e.downcast_ref::<mailroom_core::Error>().map(|e| e.kind()) {
-        Some(ErrorKind::Invalid) => (2, "invalid"),
-        Some(ErrorKind::NotFound) => (3, "not_found"),
-        Some(ErrorKind::Refused) => (4, "refused"),
-        Some(ErrorKind::Conflict) => (5, "conflict"),
-        Some(ErrorKind::Timeout) => (6, "timeout"),
-        Some(ErrorKind::Store) | None => (1, "failure"),
+        Some(k) => (k.code(), k.as_str()),
+        None => (1, "failure"),
     };
     let mut message = e.to_string();
     // The core says what would help; the command line says it as a command.
@@ -50,7 +45,7 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
             message.push_str(&format!(": {cause}"));
         }
     }
-    let message = escape_controls(&message);
+    let message = mailroom_core::text::escape_controls(&message);
     eprintln!("error: {message}");
     if json {
         output::print_json(&serde_json::json!({
@@ -58,19 +53,4 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
         }));
     }
     ExitCode::from(code)
-}
-
-/// Errors quote user input; a newline, a Unicode line break, an escape sequence or a bidi
-/// override in it must not split the one-line error, reach the terminal raw or reorder it.
-fn escape_controls(s: &str) -> String {
-    use mailroom_core::text::{is_invisible, is_line_break};
-    s.chars()
-        .flat_map(|c| {
-            if c.is_control() || is_line_break(c) || is_invisible(c) {
-                c.escape_default().collect::<Vec<_>>()
-            } else {
-                vec![c]
-            }
-        })
-        .collect()
 }

@@ -1,12 +1,11 @@
-//! What the CLI prints: the JSON shapes (stable, documented in docs/CLI.md) and small text
-//! helpers. Message text for models goes through the core's injection renderer.
+//! What the CLI prints: the JSON shapes (from `mailroom-json`, shared with the MCP server;
+//! stable, documented in docs/CLI.md) and small text helpers. Message text for models goes through the core's injection renderer.
 
 use std::io::{IsTerminal, Read};
 
 use anyhow::Result;
 use mailroom_core::text::MAX_BODY_BYTES;
-use mailroom_core::{Damaged, Error, Message, State, Stored};
-use serde_json::{Value, json};
+use mailroom_core::{Error, Message};
 
 /// Who a message went to, as one line: the recipients, or `#channel@project`.
 pub fn recipients(m: &Message) -> String {
@@ -21,101 +20,7 @@ pub fn recipients(m: &Message) -> String {
     }
 }
 
-/// A message as JSON (docs/CLI.md). Serialised field by field, in alphabetical order (as
-/// `serde_json::Value` objects print), writing ids and dates straight into the output.
-pub struct MessageOut<'a> {
-    m: &'a Message,
-    state: Option<State>,
-    warnings: &'a [String],
-}
-
-impl<'a> MessageOut<'a> {
-    pub fn new(m: &'a Message, state: Option<State>, warnings: &'a [String]) -> MessageOut<'a> {
-        MessageOut { m, state, warnings }
-    }
-
-    pub fn stored(s: &'a Stored) -> MessageOut<'a> {
-        MessageOut::new(&s.message, Some(s.state), &s.warnings)
-    }
-}
-
-/// Serialises a value through its `Display`, without an intermediate `String`.
-struct Shown<T>(T);
-
-impl<T: std::fmt::Display> serde::Serialize for Shown<T> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
-    }
-}
-
-/// The recipients as one line (see [`recipients`]), written without allocating.
-struct ToLine<'a>(&'a Message);
-
-impl std::fmt::Display for ToLine<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let m = self.0;
-        if let (Some(c), true) = (&m.channel, m.to.is_empty()) {
-            return write!(f, "#{c}");
-        }
-        for (i, t) in m.to.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{t}")?;
-        }
-        Ok(())
-    }
-}
-
-impl serde::Serialize for MessageOut<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let m = self.m;
-        let mut st = s.serialize_struct("Message", 18)?;
-        st.serialize_field("body", &m.body)?;
-        st.serialize_field(
-            "broadcast",
-            &(m.is_channel_entry() && m.channel.as_ref().is_some_and(|c| c.is_broadcast())),
-        )?;
-        st.serialize_field("channel", &m.channel.as_ref().map(|c| c.name.as_str()))?;
-        st.serialize_field("date", &Shown(m.date))?;
-        st.serialize_field("edited", &m.edited.map(Shown))?;
-        st.serialize_field("from", &Shown(&m.from))?;
-        st.serialize_field("id", &Shown(m.id))?;
-        st.serialize_field("kind", m.kind.as_str())?;
-        st.serialize_field("priority", m.priority.as_str())?;
-        let to: Vec<Shown<&mailroom_core::Address>> = m.to.iter().map(Shown).collect();
-        st.serialize_field("recipients", &to)?;
-        st.serialize_field("reply_to", &m.reply_to.map(Shown))?;
-        st.serialize_field("revision", &m.revision)?;
-        st.serialize_field("state", &self.state.map(State::as_str))?;
-        st.serialize_field("subject", &m.subject)?;
-        st.serialize_field("thread", &Shown(m.thread))?;
-        st.serialize_field("timestamp", &Shown(m.date.strftime("%Y%m%d-%H%M")))?;
-        st.serialize_field("to", &Shown(ToLine(m)))?;
-        if !self.warnings.is_empty() {
-            st.serialize_field("warnings", self.warnings)?;
-        }
-        st.end()
-    }
-}
-
-/// The JSON object of a message, with the state of this copy.
-pub fn message_json(m: &Message, state: Option<State>) -> Value {
-    serde_json::to_value(MessageOut::new(m, state, &[])).unwrap_or(Value::Null)
-}
-
-pub fn stored_json(s: &Stored) -> Value {
-    serde_json::to_value(MessageOut::stored(s)).unwrap_or(Value::Null)
-}
-
-pub fn damaged_json(d: &[Damaged]) -> Value {
-    Value::Array(
-        d.iter()
-            .map(|d| json!({"location": d.location, "state": d.state.map(State::as_str), "problem": d.problem}))
-            .collect(),
-    )
-}
+pub use mailroom_json::{MessageOut, damaged_json, message_json, stored_json};
 
 /// Writes to stdout; a reader that went away (`mailroom inbox | head`) ends the process
 /// quietly instead of a panic, as a closed pipe ends other Unix tools.

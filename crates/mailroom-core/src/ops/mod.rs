@@ -11,6 +11,7 @@ mod import;
 mod inject;
 mod lifecycle;
 mod lookup;
+mod m_ai_l;
 mod revise;
 mod send;
 mod wait;

@@ -65,13 +65,10 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
         ChannelAction::Read { name, limit } => {
             let read = mr.channel_read(&me, &project, &name, limit)?;
             if ctx.json {
-                output::print_json(&json!({
-                    "channel": read.channel.name.as_str(),
-                    "messages": read.messages.iter().map(stored_json).collect::<Vec<_>>(),
-                    "more": read.more,
-                    "damaged": damaged_json(&read.damaged),
-                    "notice": render::UNTRUSTED_NOTICE,
-                }));
+                output::print_json(&mailroom_json::channel_read_json(
+                    &read,
+                    render::UNTRUSTED_NOTICE,
+                ));
             } else if read.messages.is_empty() && read.damaged.is_empty() {
                 crate::outln!("Nothing new in #{} for {me}.", read.channel);
             } else {

@@ -1,20 +1,13 @@
 //! `roster`, `projects` and `resolve`: who exists and what a name means.
 
 use anyhow::{Context as _, Result};
-use mailroom_core::{Member, MemberStatus, Policy, Project};
-use serde_json::{Value, json};
+use mailroom_core::{MemberStatus, Policy};
+use mailroom_json::{member_json, project_json};
+use serde_json::json;
 
 use crate::cli::{PolicyArg, ProjectsAction, RosterAction};
 use crate::context::Ctx;
 use crate::output::{self, table, when};
-
-fn member_json(m: &Member) -> Value {
-    json!({"handle": m.handle.as_str(), "role": m.role, "status": m.status.as_str(), "joined": m.joined.to_string()})
-}
-
-fn project_json(p: &Project) -> Value {
-    json!({"name": p.name.as_str(), "policy": p.policy.as_str(), "created": p.created.to_string()})
-}
 
 fn policy(p: PolicyArg) -> Policy {
     match p {
@@ -189,12 +182,7 @@ pub fn resolve(ctx: &mut Ctx, name: &str) -> Result<()> {
         if let Some(e) = ambiguous {
             return Err(e.into());
         }
-        output::print_json(&json!({
-            "name": name,
-            "resolved": r.chosen.as_ref().map(|c| c.address.to_string()),
-            "candidates": r.candidates.iter().map(|c| json!({"address": c.address.to_string(), "reason": c.reason})).collect::<Vec<_>>(),
-            "note": r.note,
-        }));
+        output::print_json(&mailroom_json::resolution_json(name, &r));
         return Ok(());
     }
     match &r.chosen {

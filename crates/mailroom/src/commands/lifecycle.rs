@@ -8,29 +8,17 @@ use serde_json::json;
 
 use crate::cli::EditArgs;
 use crate::context::Ctx;
-use crate::output::{
-    self, MessageOut, damaged_json, message_json, short, stored_json, table, when,
-};
+use crate::output::{self, short, stored_json, table, when};
 
 pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
     let me = ctx.me()?;
     let inbox = ctx.mailroom().inbox(&me, limit)?;
     if ctx.json {
-        #[derive(serde::Serialize)]
-        struct InboxOut<'a> {
-            damaged: serde_json::Value,
-            mailbox: String,
-            messages: Vec<MessageOut<'a>>,
-            more: usize,
-            notice: &'static str,
-        }
-        output::print_json(&InboxOut {
-            damaged: damaged_json(&inbox.damaged),
-            mailbox: me.to_string(),
-            messages: inbox.messages.iter().map(MessageOut::stored).collect(),
-            more: inbox.more,
-            notice: render::UNTRUSTED_NOTICE,
-        });
+        output::print_json(&mailroom_json::inbox_json(
+            &me,
+            &inbox,
+            render::UNTRUSTED_NOTICE,
+        ));
         return Ok(());
     }
     if inbox.messages.is_empty() && inbox.damaged.is_empty() {
@@ -92,9 +80,7 @@ pub fn done(ctx: &mut Ctx, ids: &[String], all: bool) -> Result<()> {
     }
     let results = ctx.mailroom().done(&me, ids)?;
     if ctx.json {
-        output::print_json(&json!({
-            "messages": results.iter().map(|(id, moved)| json!({"id": id.to_string(), "state": "done", "changed": moved})).collect::<Vec<_>>(),
-        }));
+        output::print_json(&mailroom_json::done_json(&results));
         return Ok(());
     }
     for (id, moved) in results {
@@ -111,7 +97,7 @@ pub fn archive(ctx: &mut Ctx) -> Result<()> {
     let me = ctx.me()?;
     let n = ctx.mailroom().done_all(&me)?;
     if ctx.json {
-        output::print_json(&json!({"archived": n, "mailbox": me.to_string()}));
+        output::print_json(&mailroom_json::archive_json(&me, n));
     } else {
         crate::outln!(
             "archived {n} message{} from {me}",
@@ -135,18 +121,7 @@ pub fn edit(ctx: &mut Ctx, args: EditArgs) -> Result<()> {
     )?;
     output::notices(&report.notices);
     if ctx.json {
-        let outcomes: Vec<_> = report
-            .outcomes
-            .iter()
-            .map(|(to, o)| match o {
-                EditOutcome::Edited => json!({"recipient": to.to_string(), "outcome": "edited"}),
-                EditOutcome::Corrected(id) => json!({"recipient": to.to_string(), "outcome": "correction", "correction_id": id.to_string()}),
-                EditOutcome::Cancelled => json!({"recipient": to.to_string(), "outcome": "cancelled"}),
-            })
-            .collect();
-        output::print_json(
-            &json!({"message": message_json(&report.message, None), "outcomes": outcomes}),
-        );
+        output::print_json(&mailroom_json::edit_json(&report));
         return Ok(());
     }
     for (to, outcome) in &report.outcomes {
@@ -172,10 +147,7 @@ pub fn cancel(ctx: &mut Ctx, id: &str) -> Result<()> {
     let me = ctx.me()?;
     let report = ctx.mailroom().cancel(&me, id)?;
     if ctx.json {
-        output::print_json(&json!({
-            "id": report.id.to_string(),
-            "recipients": report.outcomes.iter().map(|(to, s)| json!({"recipient": to.to_string(), "state": s.as_str()})).collect::<Vec<_>>(),
-        }));
+        output::print_json(&mailroom_json::cancel_json(&report));
         return Ok(());
     }
     for (to, state) in &report.outcomes {
@@ -199,16 +171,7 @@ pub fn outbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
     let me = ctx.me()?;
     let entries = ctx.mailroom().outbox(&me, limit)?;
     if ctx.json {
-        let messages: Vec<_> = entries
-            .iter()
-            .map(|e| {
-                let mut v = message_json(&e.message, None);
-                v["recipients"] = json!(e.recipients.iter().map(|(to, s)| json!({"address": to.to_string(), "state": s.map(|s| s.as_str())})).collect::<Vec<_>>());
-                v["state"] = json!(e.recipients.first().and_then(|(_, s)| s.map(|s| s.as_str())));
-                v
-            })
-            .collect();
-        output::print_json(&json!({"messages": messages}));
+        output::print_json(&mailroom_json::outbox_json(&entries));
         return Ok(());
     }
     if entries.is_empty() {
@@ -254,15 +217,7 @@ pub fn recover(ctx: &mut Ctx, restore: Option<&str>, limit: usize) -> Result<()>
     }
     let recent = ctx.mailroom().recover(&me, limit)?;
     if ctx.json {
-        let messages: Vec<_> = recent
-            .iter()
-            .map(|(s, at)| {
-                let mut v = stored_json(s);
-                v["archived_at"] = json!(at.to_string());
-                v
-            })
-            .collect();
-        output::print_json(&json!({"messages": messages}));
+        output::print_json(&mailroom_json::recover_json(&recent));
         return Ok(());
     }
     if recent.is_empty() {
@@ -292,20 +247,10 @@ pub fn search(ctx: &mut Ctx, query: &str) -> Result<()> {
     let me = ctx.me()?;
     let found = ctx.mailroom().search(&me, query)?;
     if ctx.json {
-        let messages: Vec<_> = found
-            .hits
-            .iter()
-            .map(|h| {
-                let mut v = stored_json(&h.stored);
-                v["folder"] = json!(if h.sent { "outbox" } else { "mailbox" });
-                v
-            })
-            .collect();
-        output::print_json(&json!({
-            "messages": messages,
-            "damaged": damaged_json(&found.damaged),
-            "notice": render::UNTRUSTED_NOTICE,
-        }));
+        output::print_json(&mailroom_json::search_json(
+            &found,
+            render::UNTRUSTED_NOTICE,
+        ));
         return Ok(());
     }
     if found.hits.is_empty() {

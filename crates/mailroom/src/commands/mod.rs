@@ -7,6 +7,7 @@ mod doctor;
 mod hook;
 mod import;
 mod lifecycle;
+mod mcp;
 mod send;
 mod wait;
 mod whoami;
@@ -80,6 +81,7 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
         } => wait::wait(ctx, from, reply_to, timeout.as_deref()),
         Command::Doctor { fix } => doctor::doctor(ctx, fix),
         Command::Demo => demo::run(),
+        Command::Mcp { tools, as_any } => mcp::mcp(ctx, tools, as_any),
         Command::Hook { .. } => Ok(()),
     }
 }

@@ -2,12 +2,10 @@
 
 use anyhow::Result;
 use mailroom_core::ops::{Draft, Sent};
-use mailroom_core::{Mailboxes as _, State};
-use serde_json::json;
 
 use crate::cli::{ReplyArgs, SendArgs};
 use crate::context::Ctx;
-use crate::output::{self, message_json};
+use crate::output;
 
 pub fn send(ctx: &mut Ctx, args: SendArgs) -> Result<()> {
     let kind = super::kind(&args.kind)?;
@@ -70,36 +68,7 @@ pub fn handover(
 pub(crate) fn print_sent(ctx: &Ctx, sent: &Sent, verb: &str, closed: Option<bool>) -> Result<()> {
     output::notices(&sent.notices);
     if ctx.json {
-        // Each recipient's copy as it is now (a keyed retry may find them read or done).
-        let mut states = Vec::with_capacity(sent.message.to.len());
-        for to in &sent.message.to {
-            states.push((to, ctx.store.state_of(to, sent.message.id)?));
-        }
-        let common = match states.split_first() {
-            Some(((_, first), rest)) if rest.iter().all(|(_, s)| s == first) => *first,
-            // A post has no recipients: its entry is live in the channel.
-            None if sent.message.channel.is_some() => Some(State::Unread),
-            _ => None,
-        };
-        let mut v = json!({
-            "message": message_json(&sent.message, common),
-            "recipients": states
-                .iter()
-                .map(|(to, s)| json!({"address": to.to_string(), "state": s.map(State::as_str)}))
-                .collect::<Vec<_>>(),
-            "id": sent.message.id.to_string(),
-            "timestamp": sent.message.date.strftime("%Y%m%d-%H%M").to_string(),
-            "duplicate": sent.duplicate,
-            "notices": sent.notices,
-        });
-        if let Some(c) = closed {
-            v["closed"] = json!(c);
-        }
-        if sent.duplicate {
-            let now: Vec<String> = sent.delivered_now.iter().map(ToString::to_string).collect();
-            v["delivered_now"] = json!(now);
-        }
-        output::print_json(&v);
+        output::print_json(&mailroom_json::sent_json(&ctx.store, sent, closed)?);
         return Ok(());
     }
     let mut line = format!(

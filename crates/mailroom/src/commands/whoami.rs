@@ -24,18 +24,11 @@ pub fn whoami(ctx: &mut Ctx) -> Result<()> {
     };
     let c = ctx.mailroom().member_context(&identity.address)?;
     if ctx.json {
-        output::print_json(&json!({
-            "identity": identity.address.to_string(),
-            "handle": identity.address.handle.as_str(),
-            "project": identity.address.project().map(|p| p.as_str()),
-            "source": identity.source.as_str(),
-            "home": home,
-            "repo": repo,
-            "policy": c.project.as_ref().map(|p| p.policy.as_str()),
-            "member": c.member.as_ref().map(|m| json!({"role": m.role, "status": m.status.as_str(), "joined": m.joined.to_string()})),
-            "unread": c.unread,
-            "read": c.read,
-        }));
+        let mut v = mailroom_json::member_context_json(&c);
+        v["source"] = json!(identity.source.as_str());
+        v["home"] = json!(home);
+        v["repo"] = json!(repo);
+        output::print_json(&v);
         return Ok(());
     }
     crate::outln!(

@@ -16,6 +16,7 @@ mod identity;
 mod import;
 mod inbox;
 mod lifecycle;
+mod mcp;
 mod readers;
 mod roster;
 mod send;

@@ -1,0 +1,301 @@
+//! The JSON shapes mailroom prints, written once for every front end: the CLI's `--json` and the
+//! MCP server's structured results carry the same message object and the same reports.
+//!
+//! Invariant: a shape lives here or nowhere; front ends compose these values and add nothing
+//! but the fields of their own envelope (docs/CLI.md documents each shape).
+
+use mailroom_core::ops::{
+    CancelReport, ChannelRead, EditOutcome, EditReport, Inbox, MemberContext, OutboxEntry,
+    Resolution, Search, Sent,
+};
+use mailroom_core::{Damaged, Member, Message, MessageId, Project, Result, State, Store, Stored};
+use serde_json::{Value, json};
+
+/// A message as JSON (docs/CLI.md). Serialised field by field, in alphabetical order (as
+/// `serde_json::Value` objects print), writing ids and dates straight into the output.
+#[derive(Debug)]
+pub struct MessageOut<'a> {
+    m: &'a Message,
+    state: Option<State>,
+    warnings: &'a [String],
+}
+
+impl<'a> MessageOut<'a> {
+    pub fn new(m: &'a Message, state: Option<State>, warnings: &'a [String]) -> MessageOut<'a> {
+        MessageOut { m, state, warnings }
+    }
+
+    pub fn stored(s: &'a Stored) -> MessageOut<'a> {
+        MessageOut::new(&s.message, Some(s.state), &s.warnings)
+    }
+}
+
+/// Serialises a value through its `Display`, without an intermediate `String`.
+struct Shown<T>(T);
+
+impl<T: std::fmt::Display> serde::Serialize for Shown<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0)
+    }
+}
+
+/// The recipients as one line: the addresses, or `#channel` for a channel entry.
+struct ToLine<'a>(&'a Message);
+
+impl std::fmt::Display for ToLine<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let m = self.0;
+        if let (Some(c), true) = (&m.channel, m.to.is_empty()) {
+            return write!(f, "#{c}");
+        }
+        for (i, t) in m.to.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{t}")?;
+        }
+        Ok(())
+    }
+}
+
+impl serde::Serialize for MessageOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let m = self.m;
+        let mut st = s.serialize_struct("Message", 18)?;
+        st.serialize_field("body", &m.body)?;
+        st.serialize_field(
+            "broadcast",
+            &(m.is_channel_entry() && m.channel.as_ref().is_some_and(|c| c.is_broadcast())),
+        )?;
+        st.serialize_field("channel", &m.channel.as_ref().map(|c| c.name.as_str()))?;
+        st.serialize_field("date", &Shown(m.date))?;
+        st.serialize_field("edited", &m.edited.map(Shown))?;
+        st.serialize_field("from", &Shown(&m.from))?;
+        st.serialize_field("id", &Shown(m.id))?;
+        st.serialize_field("kind", m.kind.as_str())?;
+        st.serialize_field("priority", m.priority.as_str())?;
+        let to: Vec<Shown<&mailroom_core::Address>> = m.to.iter().map(Shown).collect();
+        st.serialize_field("recipients", &to)?;
+        st.serialize_field("reply_to", &m.reply_to.map(Shown))?;
+        st.serialize_field("revision", &m.revision)?;
+        st.serialize_field("state", &self.state.map(State::as_str))?;
+        st.serialize_field("subject", &m.subject)?;
+        st.serialize_field("thread", &Shown(m.thread))?;
+        st.serialize_field("timestamp", &Shown(timestamp(m)))?;
+        st.serialize_field("to", &Shown(ToLine(m)))?;
+        if !self.warnings.is_empty() {
+            st.serialize_field("warnings", self.warnings)?;
+        }
+        st.end()
+    }
+}
+
+/// m_AI_l's name for a message's minute: `YYYYMMDD-HHMM`, UTC.
+pub fn timestamp(m: &Message) -> impl std::fmt::Display {
+    m.date.strftime("%Y%m%d-%H%M")
+}
+
+/// The JSON object of a message, with the state of this copy.
+pub fn message_json(m: &Message, state: Option<State>) -> Value {
+    serde_json::to_value(MessageOut::new(m, state, &[])).unwrap_or(Value::Null)
+}
+
+pub fn stored_json(s: &Stored) -> Value {
+    serde_json::to_value(MessageOut::stored(s)).unwrap_or(Value::Null)
+}
+
+pub fn damaged_json(d: &[Damaged]) -> Value {
+    Value::Array(
+        d.iter()
+            .map(|d| json!({"location": d.location, "state": d.state.map(State::as_str), "problem": d.problem}))
+            .collect(),
+    )
+}
+
+/// What a send, reply, handover, broadcast or post did: the message with each recipient's copy
+/// as it is now (a keyed retry may find them read or done), its id and m_AI_l timestamp.
+/// `closed` is a reply's: whether it archived the original.
+pub fn sent_json(store: &dyn Store, sent: &Sent, closed: Option<bool>) -> Result<Value> {
+    let mut states = Vec::with_capacity(sent.message.to.len());
+    for to in &sent.message.to {
+        states.push((to, store.state_of(to, sent.message.id)?));
+    }
+    let common = match states.split_first() {
+        Some(((_, first), rest)) if rest.iter().all(|(_, s)| s == first) => *first,
+        // A post has no recipients: its entry is live in the channel.
+        None if sent.message.channel.is_some() => Some(State::Unread),
+        _ => None,
+    };
+    let mut v = json!({
+        "message": message_json(&sent.message, common),
+        "recipients": states
+            .iter()
+            .map(|(to, s)| json!({"address": to.to_string(), "state": s.map(State::as_str)}))
+            .collect::<Vec<_>>(),
+        "id": sent.message.id.to_string(),
+        "timestamp": timestamp(&sent.message).to_string(),
+        "duplicate": sent.duplicate,
+        "notices": sent.notices,
+    });
+    if let Some(c) = closed {
+        v["closed"] = json!(c);
+    }
+    if sent.duplicate {
+        let now: Vec<String> = sent.delivered_now.iter().map(ToString::to_string).collect();
+        v["delivered_now"] = json!(now);
+    }
+    Ok(v)
+}
+
+/// What an edit did at each recipient.
+pub fn edit_json(report: &EditReport) -> Value {
+    let outcomes: Vec<_> = report
+        .outcomes
+        .iter()
+        .map(|(to, o)| match o {
+            EditOutcome::Edited => json!({"recipient": to.to_string(), "outcome": "edited"}),
+            EditOutcome::Corrected(id) => json!({"recipient": to.to_string(), "outcome": "correction", "correction_id": id.to_string()}),
+            EditOutcome::Cancelled => json!({"recipient": to.to_string(), "outcome": "cancelled"}),
+        })
+        .collect();
+    json!({"message": message_json(&report.message, None), "outcomes": outcomes})
+}
+
+/// What a cancel did at each recipient.
+pub fn cancel_json(report: &CancelReport) -> Value {
+    json!({
+        "id": report.id.to_string(),
+        "recipients": report.outcomes.iter().map(|(to, s)| json!({"recipient": to.to_string(), "state": s.as_str()})).collect::<Vec<_>>(),
+    })
+}
+
+/// The outbox: each sent message with each recipient's state.
+pub fn outbox_json(entries: &[OutboxEntry]) -> Value {
+    let messages: Vec<_> = entries
+        .iter()
+        .map(|e| {
+            let mut v = message_json(&e.message, None);
+            v["recipients"] = json!(
+                e.recipients
+                    .iter()
+                    .map(
+                        |(to, s)| json!({"address": to.to_string(), "state": s.map(|s| s.as_str())})
+                    )
+                    .collect::<Vec<_>>()
+            );
+            v["state"] = json!(
+                e.recipients
+                    .first()
+                    .and_then(|(_, s)| s.map(|s| s.as_str()))
+            );
+            v
+        })
+        .collect();
+    json!({"messages": messages})
+}
+
+/// Recently archived mail, each with when it was archived.
+pub fn recover_json(recent: &[(Stored, jiff::Timestamp)]) -> Value {
+    let messages: Vec<_> = recent
+        .iter()
+        .map(|(s, at)| {
+            let mut v = stored_json(s);
+            v["archived_at"] = json!(at.to_string());
+            v
+        })
+        .collect();
+    json!({"messages": messages})
+}
+
+/// Search hits, each with the folder it was found in.
+pub fn search_json(found: &Search, notice: &str) -> Value {
+    let messages: Vec<_> = found
+        .hits
+        .iter()
+        .map(|h| {
+            let mut v = stored_json(&h.stored);
+            v["folder"] = json!(if h.sent { "outbox" } else { "mailbox" });
+            v
+        })
+        .collect();
+    json!({
+        "messages": messages,
+        "damaged": damaged_json(&found.damaged),
+        "notice": notice,
+    })
+}
+
+pub fn member_json(m: &Member) -> Value {
+    json!({"handle": m.handle.as_str(), "role": m.role, "status": m.status.as_str(), "joined": m.joined.to_string()})
+}
+
+pub fn project_json(p: &Project) -> Value {
+    json!({"name": p.name.as_str(), "policy": p.policy.as_str(), "created": p.created.to_string()})
+}
+
+/// A listing of pending mail shown to `mailbox` (`inbox`, m_AI_l's `read_mail`).
+pub fn inbox_json(mailbox: &mailroom_core::Address, inbox: &Inbox, notice: &str) -> Value {
+    #[derive(serde::Serialize)]
+    struct InboxOut<'a> {
+        damaged: Value,
+        mailbox: String,
+        messages: Vec<MessageOut<'a>>,
+        more: usize,
+        notice: &'a str,
+    }
+    serde_json::to_value(InboxOut {
+        damaged: damaged_json(&inbox.damaged),
+        mailbox: mailbox.to_string(),
+        messages: inbox.messages.iter().map(MessageOut::stored).collect(),
+        more: inbox.more,
+        notice,
+    })
+    .unwrap_or(Value::Null)
+}
+
+/// The messages `done` archived, each with whether this call changed it.
+pub fn done_json(results: &[(MessageId, bool)]) -> Value {
+    json!({
+        "messages": results.iter().map(|(id, moved)| json!({"id": id.to_string(), "state": "done", "changed": moved})).collect::<Vec<_>>(),
+    })
+}
+
+/// The entries of a channel shown to a reader.
+pub fn channel_read_json(read: &ChannelRead, notice: &str) -> Value {
+    json!({
+        "channel": read.channel.name.as_str(),
+        "messages": read.messages.iter().map(stored_json).collect::<Vec<_>>(),
+        "more": read.more,
+        "damaged": damaged_json(&read.damaged),
+        "notice": notice,
+    })
+}
+
+/// What archiving a whole mailbox did.
+pub fn archive_json(mailbox: &mailroom_core::Address, archived: usize) -> Value {
+    json!({"archived": archived, "mailbox": mailbox.to_string()})
+}
+
+/// A member's context: address, project and policy, roster entry, pending counts.
+pub fn member_context_json(c: &MemberContext) -> Value {
+    json!({
+        "identity": c.address.to_string(),
+        "handle": c.address.handle.as_str(),
+        "project": c.address.project().map(|p| p.as_str()),
+        "policy": c.project.as_ref().map(|p| p.policy.as_str()),
+        "member": c.member.as_ref().map(|m| json!({"role": m.role, "status": m.status.as_str(), "joined": m.joined.to_string()})),
+        "unread": c.unread,
+        "read": c.read,
+    })
+}
+
+/// What a name may mean: the mailbox a send would reach and every candidate, in order.
+pub fn resolution_json(name: &str, r: &Resolution) -> Value {
+    json!({
+        "name": name,
+        "resolved": r.chosen.as_ref().map(|c| c.address.to_string()),
+        "candidates": r.candidates.iter().map(|c| json!({"address": c.address.to_string(), "reason": c.reason})).collect::<Vec<_>>(),
+        "note": r.note,
+    })
+}

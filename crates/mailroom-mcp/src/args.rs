@@ -1,0 +1,301 @@
+//! Each tool's input, as the client sends it: m_AI_l's field names for its thirteen tools, and
+//! the same conventions for mailroom's own. The doc comments are the descriptions a model reads.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadMail {
+    /// The project of the mailbox to read (defaults to the server's identity's).
+    pub project_handle: Option<String>,
+    /// The handle whose mailbox to read (defaults to the server's identity).
+    pub handle: Option<String>,
+    /// Show at most this many messages, most urgent first; the rest stay pending.
+    pub limit: Option<usize>,
+    /// Leave the shown messages pending (read) instead of archiving them.
+    #[serde(default)]
+    pub no_archive: bool,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteMail {
+    /// The project the recipient is in (and the sender's, unless sender_project_handle says
+    /// otherwise).
+    pub project_handle: Option<String>,
+    /// The sender's handle: yourself (a server bound to one identity refuses any other).
+    pub sender: Option<String>,
+    /// The recipient: a handle of project_handle, handle@project, or HUMAN for the operator.
+    pub recipient: String,
+    /// H (high), M (medium, the default) or L (low).
+    pub priority: Option<String>,
+    /// One line; default: the body's first line.
+    pub subject: Option<String>,
+    /// The message (Markdown), at most 1 MiB.
+    pub body: String,
+    /// The sender's project, when it differs from the recipient's.
+    pub sender_project_handle: Option<String>,
+    /// INFO (default), REQUEST, HOLD_REQUEST, BLOCK, STATUS, DECISION or HANDOVER.
+    pub kind: Option<String>,
+    /// A key that makes a retry safe: the same key sends once.
+    pub idempotency_key: Option<String>,
+}
+
+/// A sent message, named by its id or by m_AI_l's timestamp + subject.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditMail {
+    /// The sender's project.
+    pub project_handle: Option<String>,
+    /// The sender: yourself.
+    pub sender: Option<String>,
+    /// The recipient of the message (narrows the timestamp + subject match).
+    pub recipient: Option<String>,
+    /// The message's minute, YYYYMMDD-HHMM in UTC, as write_mail returned it (with subject).
+    pub timestamp: Option<String>,
+    /// The message's subject, exactly (with timestamp).
+    pub subject: Option<String>,
+    /// The message's id (or a unique prefix), instead of timestamp + subject.
+    pub id: Option<String>,
+    /// The new priority: H, M or L.
+    pub new_priority: Option<String>,
+    /// The new subject.
+    pub new_subject: Option<String>,
+    /// The new body.
+    pub new_body: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelMail {
+    /// The sender's project.
+    pub project_handle: Option<String>,
+    /// The sender: yourself.
+    pub sender: Option<String>,
+    /// The recipient of the message (narrows the timestamp + subject match).
+    pub recipient: Option<String>,
+    /// The message's minute, YYYYMMDD-HHMM in UTC (with subject).
+    pub timestamp: Option<String>,
+    /// The message's subject, exactly (with timestamp).
+    pub subject: Option<String>,
+    /// The message's id (or a unique prefix), instead of timestamp + subject.
+    pub id: Option<String>,
+}
+
+/// A tool that names only whose mailbox it acts on.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Mailbox {
+    /// The project of the mailbox (defaults to the server's identity's).
+    pub project_handle: Option<String>,
+    /// The handle of the mailbox (defaults to the server's identity).
+    pub handle: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadRecentArchive {
+    /// The handle whose archive to list (defaults to the server's identity).
+    pub handle: Option<String>,
+    /// At most this many, most recently archived first (default 20).
+    pub limit: Option<usize>,
+    /// The project of the mailbox (defaults to the server's identity's).
+    pub current_project_handle: Option<String>,
+    /// Accepted for m_AI_l compatibility and ignored: the project comes from
+    /// current_project_handle or the server's identity.
+    #[expect(dead_code, reason = "accepted for m_AI_l compatibility, never used")]
+    pub cwd: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Nothing {}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetRoster {
+    /// The project whose members to list.
+    pub project_handle: String,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResolveHandle {
+    /// The handle to resolve (or handle@project, or HUMAN).
+    pub target_handle: String,
+    /// The project to look in first (defaults to the server's identity's).
+    pub current_project_handle: Option<String>,
+    /// Accepted for m_AI_l compatibility and ignored.
+    #[expect(dead_code, reason = "accepted for m_AI_l compatibility, never used")]
+    pub cwd: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InitMail {
+    /// The project to join; created (policy open) when it does not exist yet.
+    pub project_handle: String,
+    /// The handle to put on its roster: yourself on a server bound to one identity.
+    pub handle: String,
+    /// What the member does, one line ("backend", "reviewer").
+    #[serde(default)]
+    pub role: String,
+    /// Accepted for m_AI_l compatibility and ignored: mailroom places mailboxes itself.
+    #[expect(dead_code, reason = "accepted for m_AI_l compatibility, never used")]
+    pub mailbox: Option<String>,
+    /// active (default) or inactive (sends to it are refused).
+    pub status: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandoverSelf {
+    /// Your project.
+    pub project_handle: Option<String>,
+    /// Your handle: the note goes to your own next session.
+    pub handle: Option<String>,
+    /// The note (Markdown), at most 1 MiB.
+    pub body: String,
+    /// Who writes the note; if given, it must be the same as handle.
+    pub sender: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplyMail {
+    /// The message to answer: its id or a unique prefix.
+    pub id: String,
+    /// The answer (Markdown), at most 1 MiB.
+    pub body: String,
+    /// One line; default: "Re: " and the original's subject.
+    pub subject: Option<String>,
+    /// H, M (default) or L.
+    pub priority: Option<String>,
+    /// INFO (default), REQUEST, HOLD_REQUEST, BLOCK, STATUS, DECISION or HANDOVER.
+    pub kind: Option<String>,
+    /// Leave the original pending instead of archiving it.
+    #[serde(default)]
+    pub keep_open: bool,
+    /// The acting member's project. Optional on a server bound to one identity (it must be
+    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
+    pub project_handle: Option<String>,
+    /// The acting member's handle. Optional on a server bound to one identity (it must be that
+    /// identity); required on an operator's server (--as-any).
+    pub handle: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MarkDone {
+    /// The messages to archive without answering: ids or unique prefixes.
+    pub ids: Vec<String>,
+    /// The acting member's project. Optional on a server bound to one identity (it must be
+    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
+    pub project_handle: Option<String>,
+    /// The acting member's handle. Optional on a server bound to one identity (it must be that
+    /// identity); required on an operator's server (--as-any).
+    pub handle: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Broadcast {
+    /// The message to every member of the project (Markdown), at most 1 MiB.
+    pub body: String,
+    /// One line; default: the body's first line.
+    pub subject: Option<String>,
+    /// H, M (default) or L.
+    pub priority: Option<String>,
+    /// INFO (default), STATUS, DECISION, …
+    pub kind: Option<String>,
+    /// A key that makes a retry safe: the same key sends once.
+    pub idempotency_key: Option<String>,
+    /// The acting member's project. Optional on a server bound to one identity (it must be
+    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
+    pub project_handle: Option<String>,
+    /// The acting member's handle. Optional on a server bound to one identity (it must be that
+    /// identity); required on an operator's server (--as-any).
+    pub handle: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetractBroadcast {
+    /// Your broadcast to un-send: its id or a unique prefix.
+    pub id: String,
+    /// The acting member's project. Optional on a server bound to one identity (it must be
+    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
+    pub project_handle: Option<String>,
+    /// The acting member's handle. Optional on a server bound to one identity (it must be that
+    /// identity); required on an operator's server (--as-any).
+    pub handle: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelPost {
+    /// The channel of the project (created on first post).
+    pub channel: String,
+    /// The entry (Markdown), at most 1 MiB.
+    pub body: String,
+    /// One line; default: the body's first line.
+    pub subject: Option<String>,
+    /// H, M (default) or L.
+    pub priority: Option<String>,
+    /// INFO (default), STATUS, BLOCK, HOLD_REQUEST, …
+    pub kind: Option<String>,
+    /// A key that makes a retry safe: the same key posts once.
+    pub idempotency_key: Option<String>,
+    /// The acting member's project. Optional on a server bound to one identity (it must be
+    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
+    pub project_handle: Option<String>,
+    /// The acting member's handle. Optional on a server bound to one identity (it must be that
+    /// identity); required on an operator's server (--as-any).
+    pub handle: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelRead {
+    /// The channel of the project to read; entries you have not seen, oldest first.
+    pub channel: String,
+    /// Show at most this many entries.
+    pub limit: Option<usize>,
+    /// The acting member's project. Optional on a server bound to one identity (it must be
+    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
+    pub project_handle: Option<String>,
+    /// The acting member's handle. Optional on a server bound to one identity (it must be that
+    /// identity); required on an operator's server (--as-any).
+    pub handle: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchMail {
+    /// Text to find in subjects and bodies (case-insensitive), archive and outbox included.
+    pub query: String,
+    /// The acting member's project. Optional on a server bound to one identity (it must be
+    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
+    pub project_handle: Option<String>,
+    /// The acting member's handle. Optional on a server bound to one identity (it must be that
+    /// identity); required on an operator's server (--as-any).
+    pub handle: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitMail {
+    /// Only mail from this sender (handle, handle@project or HUMAN).
+    pub from: Option<String>,
+    /// Only a reply to this message id (replies already pending count).
+    pub reply_to: Option<String>,
+    /// Give up after this many seconds (default 60, at most 300).
+    pub timeout_seconds: Option<f64>,
+    /// The acting member's project. Optional on a server bound to one identity (it must be
+    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
+    pub project_handle: Option<String>,
+    /// The acting member's handle. Optional on a server bound to one identity (it must be that
+    /// identity); required on an operator's server (--as-any).
+    pub handle: Option<String>,
+}

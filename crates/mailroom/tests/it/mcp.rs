@@ -1,0 +1,303 @@
+//! `mailroom mcp` over stdio, as a client launches it: newline-delimited JSON-RPC in, one
+//! answer per line out. Garbage gets an answer and never stops the server.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::support::{BIN, Home};
+
+/// A running `mailroom mcp` and the lines it answers.
+struct Mcp {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Mcp {
+    fn start(home: &Home, args: &[&str]) -> Mcp {
+        let mut child = Command::new(BIN)
+            .env_remove("MAILROOM_AS")
+            .env_remove("MAILROOM_URL")
+            .env("MAILROOM_HOME", home.path())
+            .current_dir(home.root().join("work"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut mcp = Mcp {
+            child,
+            stdin,
+            lines,
+        };
+        let init = mcp.request(json!({
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}},
+        }));
+        assert_eq!(init["result"]["serverInfo"]["name"], "mailroom", "{init}");
+        mcp.send_line(
+            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        );
+        mcp
+    }
+
+    fn send_line(&mut self, line: &str) {
+        self.send_raw(line.as_bytes());
+    }
+
+    fn send_raw(&mut self, line: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next line the server writes, within a bound.
+    fn answer(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the server answers within 20 s");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn request(&mut self, v: Value) -> Value {
+        self.send_line(&v.to_string());
+        self.answer()
+    }
+
+    fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
+        self.request(json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": tool, "arguments": args},
+        }))
+    }
+
+    /// Closes stdin and returns the exit code.
+    fn finish(mut self) -> i32 {
+        drop(self.stdin.take());
+        self.child
+            .wait()
+            .unwrap()
+            .code()
+            .expect("exited, not killed")
+    }
+}
+
+/// How many unread copies a mailbox of `project` holds.
+fn unread(home: &Home, project: &str, handle: &str) -> usize {
+    let dir = home
+        .path()
+        .join("projects")
+        .join(project)
+        .join("boxes")
+        .join(handle)
+        .join("unread");
+    std::fs::read_dir(dir).map_or(0, |d| d.count())
+}
+
+#[test]
+fn mcp_garbage_is_answered_and_the_server_keeps_serving() {
+    let home = Home::new();
+    let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
+    let call = |id: u64, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}).to_string()
+    };
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let deep_args = format!(
+        r#"{{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{{"name":"write_mail","arguments":{{"recipient":"bob","body":{}x{}}}}}}}"#,
+        "[".repeat(5_000),
+        "]".repeat(5_000)
+    );
+    // (what, line, the JSON-RPC error code or the tool error kind expected)
+    let table: Vec<(&str, String, &str)> = vec![
+        ("not JSON", "this is not json".into(), "-32700"),
+        ("truncated JSON", r#"{"jsonrpc":"2.0","id":2,"method":"tools/ca"#.into(), "-32700"),
+        ("JSON but not JSON-RPC", "[1, 2, 3]".into(), "-32600"),
+        ("arguments of the wrong type", json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "write_mail", "arguments": "bob"}}).to_string(), "error"),
+        ("a field of the wrong type", call(5, "write_mail", json!({"recipient": 5, "body": "x"})), "invalid"),
+        ("a missing field", call(6, "write_mail", json!({"body": "x"})), "invalid"),
+        ("an unknown field", call(7, "get_projects", json!({"surprise": 1})), "invalid"),
+        ("an unknown tool", call(8, "rm_rf", json!({})), "-32602"),
+        ("an unknown method", json!({"jsonrpc": "2.0", "id": 9, "method": "mail/steal"}).to_string(), "-32601"),
+        ("a 2 MiB argument", call(10, "write_mail", json!({"recipient": "bob", "body": "x".repeat(2 << 20)})), "invalid"),
+        ("NUL bytes in a handle", call(11, "write_mail", json!({"recipient": "bob\u{0}", "body": "x"})), "invalid"),
+        ("NUL bytes in a tool name", call(12, "read_mail\u{0}", json!({})), "-32602"),
+        ("a path as a handle", call(13, "read_mail", json!({"project_handle": "../..", "handle": "alice"})), "invalid"),
+        ("deep nesting", deep, "-32700"),
+        ("deep nesting in an argument", deep_args, "-32700"),
+        ("invalid UTF-8", "\u{FFFF}".into(), "-32700"),
+    ];
+    for (i, (what, line, expect)) in table.iter().enumerate() {
+        if *what == "invalid UTF-8" {
+            mcp.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"ping\xff\"}");
+        } else {
+            mcp.send_line(line);
+        }
+        let a = mcp.answer();
+        match *expect {
+            "error" => assert!(
+                a.get("error").is_some() || a["result"]["isError"] == true,
+                "{what}: {a}"
+            ),
+            code if code.starts_with('-') => {
+                assert_eq!(a["error"]["code"].to_string(), code, "{what}: {a}")
+            }
+            kind => {
+                assert_eq!(a["result"]["isError"], true, "{what}: {a}");
+                assert_eq!(
+                    a["result"]["structuredContent"]["error"]["kind"], kind,
+                    "{what}: {a}"
+                );
+            }
+        }
+        // Still serving, and nothing was written for alice.
+        let ping = mcp.request(json!({"jsonrpc": "2.0", "id": 1000 + i, "method": "ping"}));
+        assert_eq!(
+            ping["id"],
+            1000 + i,
+            "{what}: the server answers after it: {ping}"
+        );
+    }
+    let sent = mcp.call(
+        99,
+        "write_mail",
+        json!({"recipient": "bob", "body": "after the storm"}),
+    );
+    assert_eq!(sent["result"]["isError"], false, "{sent}");
+    assert_eq!(mcp.finish(), 0);
+    assert_eq!(
+        unread(&home, "web", "bob"),
+        1,
+        "only the one good send delivered"
+    );
+}
+
+#[test]
+fn mcp_mail_written_by_the_server_is_read_by_the_cli() {
+    let home = Home::new();
+    let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
+    let sent = mcp.call(1, "write_mail", json!({"project_handle": "web", "sender": "alice", "recipient": "bob", "subject": "hi", "body": "hello"}));
+    let id = sent["result"]["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let forged = mcp.call(
+        2,
+        "write_mail",
+        json!({"project_handle": "web", "sender": "bob", "recipient": "alice", "body": "x"}),
+    );
+    assert_eq!(
+        forged["result"]["structuredContent"]["error"]["code"], 4,
+        "{forged}"
+    );
+    assert_eq!(mcp.finish(), 0);
+    let inbox = home.as_("bob@web", ["--json", "inbox"]).json();
+    assert_eq!(inbox["messages"][0]["id"], id.as_str());
+    assert_eq!(inbox["messages"][0]["from"], "alice@web");
+    assert_eq!(
+        unread(&home, "web", "alice"),
+        0,
+        "the forged send wrote nothing"
+    );
+}
+
+#[test]
+fn mcp_lifecycle_lists_five_tools() {
+    let home = Home::new();
+    let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp", "--tools", "lifecycle"]);
+    let list = mcp.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "read_mail",
+            "write_mail",
+            "edit_mail",
+            "cancel_mail",
+            "archive_mail"
+        ]
+    );
+    assert_eq!(mcp.finish(), 0);
+}
+
+#[test]
+fn mcp_serves_the_current_revision_without_a_handshake_and_ends_quietly() {
+    let home = Home::new();
+    let line = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "write_mail", "arguments": {"recipient": "bob", "body": "hi"},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}},
+    });
+    let run = home
+        .as_("alice@web", ["mcp"])
+        .stdin(format!("{line}\n"))
+        .run();
+    assert_eq!(run.code, 0, "{run:?}");
+    let answer: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    assert_eq!(unread(&home, "web", "bob"), 1);
+    // A client that closes before its first request: exit 0, nothing written.
+    let run = home.as_("alice@web", ["mcp"]).stdin("").run();
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
+}
+
+#[test]
+fn mcp_without_an_identity_is_refused_with_the_ways_to_get_one() {
+    let home = Home::new();
+    let run = home.cmd(["mcp"]).run();
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("--as-any"), "{}", run.stderr);
+    let run = home.cmd(["--as", "alice@web", "mcp", "--as-any"]).run();
+    assert_eq!(run.code, 2, "{run:?}");
+}
+
+#[test]
+fn the_plugin_mcp_json_starts_the_server_with_every_tool() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../plugin/.mcp.json"
+    ))
+    .unwrap();
+    let config: Value = serde_json::from_str(&text).unwrap();
+    let server = &config["mcpServers"]["mailroom"];
+    assert_eq!(server["command"], "mailroom");
+    let mut args = vec!["--as", "alice@web"];
+    args.extend(
+        server["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap()),
+    );
+    let home = Home::new();
+    let mut mcp = Mcp::start(&home, &args);
+    let list = mcp.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+    assert_eq!(
+        list["result"]["tools"].as_array().unwrap().len(),
+        21,
+        "{list}"
+    );
+    assert_eq!(mcp.finish(), 0);
+}
