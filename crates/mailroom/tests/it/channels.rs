@@ -313,3 +313,45 @@ fn a_body_faking_an_entry_header_is_not_a_second_entry_after_export_and_import()
         );
     }
 }
+
+#[test]
+fn an_agents_reply_to_a_hold_request_leaves_the_operators_copy_open() {
+    let home = Home::new();
+    home.send("a@w", "c@w", "init");
+    home.as_(
+        "a@w",
+        [
+            "send",
+            "--broadcast",
+            "--kind",
+            "HOLD_REQUEST",
+            "-m",
+            "May I drop the prod table?",
+        ],
+    )
+    .ok();
+    let pending = |home: &Home| home.as_("HUMAN", ["--json", "inbox"]).json()["messages"].clone();
+    let first = pending(&home);
+    let id = first[0]["id"]
+        .as_str()
+        .expect("HUMAN has the request")
+        .to_owned();
+    for keep_open in [true, false] {
+        let mut args = vec!["reply", &id, "-m", "sure"];
+        if keep_open {
+            args.push("--keep-open");
+        }
+        home.as_("c@w", &args).ok();
+        assert_eq!(
+            pending(&home).as_array().map(Vec::len),
+            Some(1),
+            "only the operator closes its copy (keep_open: {keep_open})"
+        );
+    }
+    home.as_("HUMAN", ["reply", &id, "-m", "no"]).ok();
+    assert_eq!(
+        pending(&home),
+        serde_json::json!([]),
+        "the operator's answer closes it"
+    );
+}
