@@ -682,7 +682,9 @@ pub fn export_then_import_into_the_same_channel_duplicates_nothing(store: &dyn S
         },
     )
     .expect("a post from another project");
-    let text = m.export_channel(&name("web"), "run-42").expect("export");
+    let text = m
+        .export_channel(&addr("x@web"), &name("web"), "run-42")
+        .expect("export");
     assert!(text.contains("**From:** carol@api\n"), "{text}");
     let report = m
         .import_channel(&name("web"), "run-42", &text, now())
@@ -692,7 +694,8 @@ pub fn export_then_import_into_the_same_channel_duplicates_nothing(store: &dyn S
         (0, 3, vec![])
     );
     assert_eq!(
-        m.export_channel(&name("web"), "run-42").expect("export"),
+        m.export_channel(&addr("x@web"), &name("web"), "run-42")
+            .expect("export"),
         text,
         "the channel is unchanged"
     );
@@ -702,7 +705,8 @@ pub fn export_then_import_into_the_same_channel_duplicates_nothing(store: &dyn S
         .expect("import into another channel");
     assert_eq!((copy.imported, copy.duplicates), (3, 0));
     assert_eq!(
-        m.export_channel(&name("web"), "copy").expect("export"),
+        m.export_channel(&addr("x@web"), &name("web"), "copy")
+            .expect("export"),
         text,
         "export → import → export is the identity"
     );
