@@ -105,8 +105,8 @@ impl Doctor {
     }
 
     /// Names compare case-insensitively, so `Api` and `api` side by side (left by an older
-    /// mailroom, or written by hand) are one name in two places, and which one a command
-    /// reaches depends on the spelling it was given.
+    /// mailroom, or written by hand) are one name in two places: every spelling reaches the
+    /// first in byte order, and what is in the others is never read.
     fn same_name_in_two_cases(&mut self, dir: &Dir, at: &[String], names: &[String]) {
         let holds_names = matches!(
             at.last().map(String::as_str),
@@ -122,7 +122,7 @@ impl Doctor {
             self.report(
                 dir.child_path(name).display().to_string(),
                 format!(
-                    "is the same name as '{first}' in another case; names compare case-insensitively, so mail for either may land in either"
+                    "is the same name as '{first}' in another case; names compare case-insensitively, so every spelling reaches '{first}' and this one is never read"
                 ),
                 format!("merge its contents into '{first}' by hand, then remove it"),
                 false,
