@@ -77,6 +77,36 @@ impl Dir {
         })
     }
 
+    /// Opens a directory outside the home (an ancestor of it), following links as the path
+    /// to the home does.
+    pub fn open_path_following(path: &Path) -> Result<Dir, FsError> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rfs::open(path, flags, Mode::empty())
+            .map_err(|e| FsError::io("open directory", path, io_err(e)))?;
+        Ok(Dir {
+            fd,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Opens a subdirectory outside the home, following a link; `Ok(None)` when it does not
+    /// exist.
+    pub fn open_following(&self, name: &str) -> Result<Option<Dir>, FsError> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        match rfs::openat(&self.fd, name, flags, Mode::empty()) {
+            Ok(fd) => Ok(Some(Dir {
+                fd,
+                path: self.child_path(name),
+            })),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(FsError::io(
+                "open directory",
+                self.child_path(name),
+                io_err(e),
+            )),
+        }
+    }
+
     pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         std::os::fd::AsFd::as_fd(&self.fd)
     }

@@ -890,3 +890,47 @@ fn one_name_created_at_once_in_two_cases_is_one_directory() {
         }
     }
 }
+
+/// Takes every wake-up already queued, so the next `wait` says whether something new came.
+fn drain(watch: &mut dyn mailroom_core::store::Watch) {
+    for _ in 0..100 {
+        if !watch.wait(Some(std::time::Duration::ZERO)).expect("wait") {
+            return;
+        }
+    }
+    panic!("the watch kept waking with nothing new");
+}
+
+/// Watching a mailbox creates nothing, not even the home, yet each level created later is
+/// followed down, so the first mail delivered after the watch started still wakes it.
+#[test]
+fn watching_creates_nothing_and_still_wakes_on_the_first_mail() {
+    use mailroom_core::Sessions as _;
+    let home = Home::new();
+    let bob = addr("bob@web");
+    let mut watch = home.store.watch(&bob).expect("watch");
+    assert!(!home.path().exists(), "the watch created the home");
+    // Mail for someone else makes the home and the project, not bob's mailbox.
+    send(&home, "alice@web", "carol@web", "not for bob");
+    drain(watch.as_mut());
+    assert!(!home.mailbox("bob@web").exists());
+    send(&home, "alice@web", "bob@web", "for bob");
+    assert!(
+        watch
+            .wait(Some(std::time::Duration::from_secs(10)))
+            .expect("wait"),
+        "bob's first mail woke the watch"
+    );
+    // So does the project's first broadcast.
+    drain(watch.as_mut());
+    let web = Name::parse("web").expect("a name");
+    home.ops()
+        .post(&addr("alice@web"), &web, "all", draft("", "everyone"))
+        .expect("broadcast");
+    assert!(
+        watch
+            .wait(Some(std::time::Duration::from_secs(10)))
+            .expect("wait"),
+        "the first broadcast woke the watch"
+    );
+}
