@@ -31,7 +31,7 @@ pub struct Dir {
 /// A directory's exclusive lock, held until dropped (see `Dir::lock`).
 #[derive(Debug)]
 pub struct DirLock {
-    _fd: OwnedFd,
+    _fd: Option<OwnedFd>,
 }
 
 /// What `Dir::entry` found.
@@ -337,14 +337,18 @@ impl Dir {
     /// Takes this directory's exclusive lock (`flock`), blocking until it is free; it is
     /// released when the guard drops, or when the process dies. The lock is taken on a
     /// descriptor of its own, so two handles of one directory in one process exclude each
-    /// other too.
+    /// other too. A filesystem that cannot lock a directory (NFS emulates `flock` with
+    /// write locks, which a directory cannot take) gives no lock rather than an error.
     pub fn lock(&self) -> Result<DirLock, FsError> {
         let fd = rfs::openat(&self.fd, ".", dir_flags(), Mode::empty())
             .map_err(|e| FsError::io("open directory", &self.path, io_err(e)))?;
         loop {
             match rfs::flock(&fd, rfs::FlockOperation::LockExclusive) {
-                Ok(()) => return Ok(DirLock { _fd: fd }),
+                Ok(()) => return Ok(DirLock { _fd: Some(fd) }),
                 Err(Errno::INTR) => continue,
+                Err(Errno::BADF | Errno::NOLCK | Errno::OPNOTSUPP) => {
+                    return Ok(DirLock { _fd: None });
+                }
                 Err(e) => return Err(FsError::io("lock", &self.path, io_err(e))),
             }
         }
