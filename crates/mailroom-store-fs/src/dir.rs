@@ -28,6 +28,12 @@ pub struct Dir {
     path: PathBuf,
 }
 
+/// A directory's exclusive lock, held until dropped (see `Dir::lock`).
+#[derive(Debug)]
+pub struct DirLock {
+    _fd: Option<OwnedFd>,
+}
+
 /// What `Dir::entry` found.
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {
@@ -69,6 +75,36 @@ impl Dir {
             fd,
             path: path.to_owned(),
         })
+    }
+
+    /// Opens a directory outside the home (an ancestor of it), following links as the path
+    /// to the home does.
+    pub fn open_path_following(path: &Path) -> Result<Dir, FsError> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rfs::open(path, flags, Mode::empty())
+            .map_err(|e| FsError::io("open directory", path, io_err(e)))?;
+        Ok(Dir {
+            fd,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Opens a subdirectory outside the home, following a link; `Ok(None)` when it does not
+    /// exist.
+    pub fn open_following(&self, name: &str) -> Result<Option<Dir>, FsError> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        match rfs::openat(&self.fd, name, flags, Mode::empty()) {
+            Ok(fd) => Ok(Some(Dir {
+                fd,
+                path: self.child_path(name),
+            })),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(FsError::io(
+                "open directory",
+                self.child_path(name),
+                io_err(e),
+            )),
+        }
     }
 
     pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
@@ -296,6 +332,26 @@ impl Dir {
             }
         }
         Ok(names)
+    }
+
+    /// Takes this directory's exclusive lock (`flock`), blocking until it is free; it is
+    /// released when the guard drops, or when the process dies. The lock is taken on a
+    /// descriptor of its own, so two handles of one directory in one process exclude each
+    /// other too. A filesystem that cannot lock a directory (NFS emulates `flock` with
+    /// write locks, which a directory cannot take) gives no lock rather than an error.
+    pub fn lock(&self) -> Result<DirLock, FsError> {
+        let fd = rfs::openat(&self.fd, ".", dir_flags(), Mode::empty())
+            .map_err(|e| FsError::io("open directory", &self.path, io_err(e)))?;
+        loop {
+            match rfs::flock(&fd, rfs::FlockOperation::LockExclusive) {
+                Ok(()) => return Ok(DirLock { _fd: Some(fd) }),
+                Err(Errno::INTR) => continue,
+                Err(Errno::BADF | Errno::NOLCK | Errno::OPNOTSUPP) => {
+                    return Ok(DirLock { _fd: None });
+                }
+                Err(e) => return Err(FsError::io("lock", &self.path, io_err(e))),
+            }
+        }
     }
 
     /// Names of the entries, unsorted, without `.` and `..`.

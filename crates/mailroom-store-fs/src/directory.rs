@@ -128,14 +128,11 @@ pub(crate) fn add_member(fs: &FsStore, project: &Name, member: &Member) -> Resul
     let dir = fs.create_project(project)?;
     let tmp = dir.open_or_create(TMP)?;
     let roster = dir.open_or_create(ROSTER)?;
-    if names::spelled(&roster, member.handle.as_str(), MEMBER_SUFFIX)?.is_some() {
-        return Ok(false);
-    }
-    Ok(create_exclusive(
-        &tmp,
+    Ok(names::create_file(
         &roster,
-        &format!("{}{MEMBER_SUFFIX}", member.handle),
-        &codec::member_to_text(member),
+        member.handle.as_str(),
+        MEMBER_SUFFIX,
+        |name| create_exclusive(&tmp, &roster, name, &codec::member_to_text(member)),
     )?)
 }
 

@@ -4,7 +4,7 @@
 //! Safe means: no message content is changed and no message is deleted. Orphan temp files are
 //! removed (they were never published), permissions are tightened, an edit's claim left by a
 //! crash is put back, a copy found in two states keeps the later state and the other copy is
-//! moved to `revisions/`.
+//! moved to `revisions/`, a project directory without `project.md` gets one (policy open).
 
 use std::collections::HashMap;
 
@@ -17,6 +17,9 @@ use crate::{FsStore, MESSAGE_FILE, id_of, is_message_name, state_dir_name};
 
 /// A temp file older than this is an orphan even if its pid is alive (pids are reused).
 const ORPHAN_AGE_SECS: i64 = 3600;
+
+/// A project directory younger than this may be being created; its `project.md` comes next.
+const PROJECT_GRACE_SECS: i64 = 60;
 
 struct Doctor {
     fix: bool,
@@ -105,8 +108,8 @@ impl Doctor {
     }
 
     /// Names compare case-insensitively, so `Api` and `api` side by side (left by an older
-    /// mailroom, or written by hand) are one name in two places, and which one a command
-    /// reaches depends on the spelling it was given.
+    /// mailroom, or written by hand) are one name in two places: every spelling reaches the
+    /// first in byte order, and what is in the others is never read.
     fn same_name_in_two_cases(&mut self, dir: &Dir, at: &[String], names: &[String]) {
         let holds_names = matches!(
             at.last().map(String::as_str),
@@ -122,7 +125,7 @@ impl Doctor {
             self.report(
                 dir.child_path(name).display().to_string(),
                 format!(
-                    "is the same name as '{first}' in another case; names compare case-insensitively, so mail for either may land in either"
+                    "is the same name as '{first}' in another case; names compare case-insensitively, so every spelling reaches '{first}' and this one is never read"
                 ),
                 format!("merge its contents into '{first}' by hand, then remove it"),
                 false,
@@ -420,6 +423,48 @@ impl Doctor {
         Ok(())
     }
 
+    /// A project directory without its `project.md` (left by an older `wait`, or an
+    /// interrupted create) is no project: its mail and roster are never reached. The fix writes
+    /// the file a project created by a first send would have (policy open), created when the
+    /// directory last changed. One younger than a minute is skipped: a project being created
+    /// writes its file a moment after its directory.
+    fn project_file(&mut self, projects: &Dir, dir: &Dir, name: &Name) -> Result<(), FsError> {
+        if dir.entry(crate::PROJECT_FILE)?.is_some() {
+            return Ok(());
+        }
+        let Some(mtime) = projects.mtime(name.as_str())? else {
+            return Ok(());
+        };
+        let created = i64::try_from(mtime / 1_000_000_000)
+            .ok()
+            .and_then(|s| jiff::Timestamp::from_second(s).ok())
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        if self.now - created.as_second() < PROJECT_GRACE_SECS {
+            return Ok(());
+        }
+        let project = mailroom_core::Project {
+            name: name.clone(),
+            policy: mailroom_core::Policy::Open,
+            created,
+        };
+        let fixed = self.fix && {
+            let tmp = dir.open_or_create(crate::TMP)?;
+            crate::create_exclusive(
+                &tmp,
+                dir,
+                crate::PROJECT_FILE,
+                &crate::codec::project_to_text(&project),
+            )?
+        };
+        self.report(
+            dir.child_path(crate::PROJECT_FILE).display().to_string(),
+            "is missing, so mailroom sees no project here and never reads its mail or roster",
+            format!("write it: policy open, created {created}"),
+            fixed,
+        );
+        Ok(())
+    }
+
     fn move_duplicate(&self, bx: &Dir, id: MessageId, state: State) -> Result<bool, FsError> {
         let Some(dir) = quiet_open(bx, state_dir_name(state)) else {
             return Ok(false);
@@ -586,6 +631,7 @@ pub fn run(store: &FsStore, fix: bool) -> Result<Vec<Finding>, FsError> {
             match mailroom_core::Name::parse(&name) {
                 Ok(n) => {
                     if let Some(d) = quiet_open(&projects, &name) {
+                        doc.project_file(&projects, &d, &n)?;
                         scopes.push((mailroom_core::Scope::Project(n), d));
                     }
                 }

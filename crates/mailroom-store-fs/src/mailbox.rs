@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use jiff::Timestamp;
-use mailroom_core::{Address, Listing, Message, MessageId, Result, State, Stored};
+use mailroom_core::{Address, Listing, Message, MessageId, Result, Scope, State, Stored};
 
 use crate::cache;
 use crate::codec::message_to_text;
@@ -328,28 +328,34 @@ pub(crate) fn everything(fs: &FsStore, mailbox: &Address) -> Result<Listing> {
     Ok(read_states(fs, mailbox, &State::ALL, |_| true)?)
 }
 
-/// Watches the mailbox's `unread/`, created when absent so the watch starts before the first
-/// delivery.
+/// Watches the mailbox's `unread/`, and a member's broadcast channel, creating nothing: a level
+/// not there yet (not even the home) is watched through the deepest one that is.
 pub(crate) fn watch(
     fs: &FsStore,
     mailbox: &Address,
 ) -> Result<Box<dyn mailroom_core::store::Watch + Send>> {
-    let unread = fs
-        .create_box(mailbox)?
-        .open_or_create(state_dir_name(State::Unread))?;
-    let mut w = crate::watch::FsWatch::new(&unread)?;
-    // A member's broadcasts land in the project's `all` channel, which may not exist yet.
-    if let Some(project) = mailbox.project() {
-        if let Some(dir) = fs.open_project(project)? {
-            w.also(
-                dir,
-                &[
-                    crate::CHANNELS,
-                    mailroom_core::message::BROADCAST,
-                    crate::ENTRIES,
-                ],
-            )?;
-        }
+    use crate::watch::Step::{Exact, Named};
+    let mut w = crate::watch::FsWatch::new(fs.home())?;
+    let scope = match &mailbox.scope {
+        Scope::Global => vec![Exact(crate::GLOBAL.into())],
+        Scope::Project(p) => vec![Exact(crate::PROJECTS.into()), Named(p.to_string())],
+    };
+    let mut unread = scope.clone();
+    unread.extend([
+        Exact(crate::BOXES.into()),
+        Named(mailbox.handle.to_string()),
+        Exact(state_dir_name(State::Unread).into()),
+    ]);
+    w.below_home(fs.home(), unread)?;
+    // A member's broadcasts land in the project's `all` channel.
+    if mailbox.project().is_some() {
+        let mut entries = scope;
+        entries.extend([
+            Exact(crate::CHANNELS.into()),
+            Named(mailroom_core::message::BROADCAST.into()),
+            Exact(crate::ENTRIES.into()),
+        ]);
+        w.below_home(fs.home(), entries)?;
     }
     Ok(Box::new(w))
 }

@@ -1,9 +1,9 @@
 //! Waiting for mail with inotify: a watch on the mailbox's `unread/` wakes on every message
 //! published into it (a `link` is a create, a hand-delivered `mv` a move-in), and a watch on the
 //! project's broadcast entries wakes on every broadcast. A directory that does not exist yet
-//! (no broadcast was ever posted) is watched through its deepest existing ancestor, going down
-//! one level each time a level is created, so nothing published after the watch started is
-//! missed and nothing is created just to be watched.
+//! (no mail or broadcast yet, not even a home) is watched through its deepest existing
+//! ancestor, going down one level each time a level is created, so nothing published after the
+//! watch started is missed and nothing is created just to be watched.
 
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
@@ -20,16 +20,39 @@ use crate::error::FsError;
 pub struct FsWatch {
     fd: OwnedFd,
     path: PathBuf,
-    /// A directory still to reach: the deepest existing ancestor (watched for creations) and
-    /// the names below it.
-    pending: Option<Pending>,
+    /// Directories still to reach: each one's deepest existing ancestor (watched for
+    /// creations) and the names below it.
+    pending: Vec<Pending>,
+    /// The watches of directories reached, which stay.
+    reached: Vec<i32>,
 }
 
 #[derive(Debug)]
 struct Pending {
     dir: Dir,
     wd: i32,
-    rest: Vec<String>,
+    rest: Vec<Step>,
+}
+
+/// One level of a path to watch, and how it is matched.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// A directory above the home: links are followed, as they are to reach the home.
+    Outside(String),
+    /// A name of the layout, or the home itself: exactly, never through a link.
+    Exact(String),
+    /// A project, handle or channel: in any case (`names`).
+    Named(String),
+}
+
+impl Step {
+    fn open(&self, dir: &Dir) -> Result<Option<Dir>, FsError> {
+        match self {
+            Step::Outside(name) => dir.open_following(name),
+            Step::Exact(name) => dir.open(name),
+            Step::Named(name) => crate::names::open(dir, name),
+        }
+    }
 }
 
 /// The path a directory was opened at, for messages.
@@ -53,48 +76,88 @@ fn add(fd: &OwnedFd, dir: &Dir) -> Result<i32, FsError> {
 }
 
 impl FsWatch {
-    /// Watches `dir` for new entries.
-    pub fn new(dir: &Dir) -> Result<FsWatch, FsError> {
-        let path = path_of(dir);
+    /// A watch on nothing yet; `path` names it in messages.
+    pub fn new(path: &Path) -> Result<FsWatch, FsError> {
         let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK)
-            .map_err(|e| FsError::io("watch", &path, e.into()))?;
-        add(&fd, dir)?;
+            .map_err(|e| FsError::io("watch", path, e.into()))?;
         Ok(FsWatch {
             fd,
-            path,
-            pending: None,
+            path: path.to_owned(),
+            pending: Vec::new(),
+            reached: Vec::new(),
         })
     }
 
-    /// Also watches `base/below…` for new entries, from now on, whether or not it exists yet.
-    pub fn also(&mut self, base: Dir, below: &[&str]) -> Result<(), FsError> {
+    /// Also watches `home/below…` for new entries, from now on, whether or not the home or
+    /// any level below it exists yet. Nothing is created.
+    pub fn below_home(&mut self, home: &Path, below: Vec<Step>) -> Result<(), FsError> {
+        // The deepest existing ancestor of the home, and the levels from it down to the home.
+        let mut up = Vec::new();
+        let mut at = home;
+        let base = loop {
+            let path = if at.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                at
+            };
+            match Dir::open_path_following(path) {
+                Ok(d) => break d,
+                Err(FsError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    let (Some(parent), Some(name)) = (at.parent(), at.file_name()) else {
+                        return Err(FsError::io("watch", home, source));
+                    };
+                    up.push(name.to_string_lossy().into_owned());
+                    at = parent;
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        // The home itself is opened as the store opens it, never through a link.
+        let mut rest: Vec<Step> = up.iter().rev().map(|n| Step::Outside(n.clone())).collect();
+        if let Some(Step::Outside(last)) = rest.pop() {
+            rest.push(Step::Exact(last));
+        }
+        rest.extend(below);
         let wd = add(&self.fd, &base)?;
-        self.pending = Some(Pending {
+        self.pending.push(Pending {
             dir: base,
             wd,
-            rest: below.iter().map(|s| (*s).to_owned()).collect(),
+            rest,
         });
         self.descend()
+    }
+
+    /// Whether a watch is still needed.
+    fn uses(&self, wd: i32) -> bool {
+        self.reached.contains(&wd) || self.pending.iter().any(|p| p.wd == wd)
     }
 
     /// Goes down to each level that exists now. Each level is watched before the next is
     /// looked for, so a level created in between wakes the watch.
     fn descend(&mut self) -> Result<(), FsError> {
-        while let Some(p) = &mut self.pending {
-            let Some(name) = p.rest.first() else {
+        let mut i = 0;
+        while let Some(p) = self.pending.get_mut(i) {
+            let Some(step) = p.rest.first() else {
                 // Reached: its watch stays.
-                self.pending = None;
-                break;
+                let p = self.pending.remove(i);
+                self.reached.push(p.wd);
+                continue;
             };
-            let Some(child) = crate::names::open(&p.dir, name)? else {
-                break;
+            let Some(child) = step.open(&p.dir)? else {
+                i += 1;
+                continue;
             };
             let wd = add(&self.fd, &child)?;
-            // The ancestor's creations no longer matter (a watch already gone is no error).
-            let _ = inotify::remove_watch(&self.fd, p.wd);
+            let old = std::mem::replace(&mut p.wd, wd);
             p.dir = child;
-            p.wd = wd;
             p.rest.remove(0);
+            // The ancestor's creations no longer matter, unless another path still waits
+            // there (a watch already gone is no error).
+            if !self.uses(old) {
+                let _ = inotify::remove_watch(&self.fd, old);
+            }
         }
         Ok(())
     }

@@ -841,3 +841,96 @@ fn one_shared_mailroom_serves_many_threads() {
         "every send from every thread arrived once"
     );
 }
+
+/// Two writers first using one project, handle and recipient in different cases at the same
+/// instant end with one project, one mailbox per person and one roster entry each: both
+/// messages reach the recipient under every spelling.
+#[test]
+fn one_name_created_at_once_in_two_cases_is_one_directory() {
+    let home = Home::new();
+    const ROUNDS: usize = 40;
+    for round in 0..ROUNDS {
+        let barrier = Barrier::new(2);
+        let (a, b) = (
+            (format!("a@Proj{round}"), format!("Bob@Proj{round}")),
+            (format!("A@proj{round}"), format!("bob@PROJ{round}")),
+        );
+        thread::scope(|s| {
+            for (from, to) in [&a, &b] {
+                let barrier = &barrier;
+                // A store of its own, as another process would have.
+                let store = FsStore::new(home.path());
+                s.spawn(move || {
+                    barrier.wait();
+                    Mailroom::new(&store)
+                        .send(&addr(from), draft(to, "hi"))
+                        .expect("send");
+                });
+            }
+        });
+    }
+    let projects: Vec<String> = std::fs::read_dir(home.path().join("projects"))
+        .expect("list projects")
+        .map(|e| {
+            e.expect("an entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(projects.len(), ROUNDS, "{projects:?}");
+    for round in 0..ROUNDS {
+        let project = Name::parse(&format!("pRoJ{round}")).expect("a name");
+        let roster = home.ops().roster(&project).expect("roster");
+        let handles: Vec<&str> = roster.iter().map(|m| m.handle.as_str()).collect();
+        assert_eq!(handles.len(), 2, "round {round}: {handles:?}");
+        for bob in [format!("bob@proj{round}"), format!("BOB@Proj{round}")] {
+            let pending = home.ops().peek(&addr(&bob)).expect("peek");
+            assert_eq!(pending.messages.len(), 2, "{bob} sees both messages");
+        }
+    }
+}
+
+/// Takes every wake-up already queued, so the next `wait` says whether something new came.
+fn drain(watch: &mut dyn mailroom_core::store::Watch) {
+    for _ in 0..100 {
+        if !watch.wait(Some(std::time::Duration::ZERO)).expect("wait") {
+            return;
+        }
+    }
+    panic!("the watch kept waking with nothing new");
+}
+
+/// Watching a mailbox creates nothing, not even the home, yet each level created later is
+/// followed down, so the first mail delivered after the watch started still wakes it.
+#[test]
+fn watching_creates_nothing_and_still_wakes_on_the_first_mail() {
+    use mailroom_core::Sessions as _;
+    let home = Home::new();
+    let bob = addr("bob@web");
+    let mut watch = home.store.watch(&bob).expect("watch");
+    assert!(!home.path().exists(), "the watch created the home");
+    // Mail for someone else makes the home and the project, not bob's mailbox.
+    send(&home, "alice@web", "carol@web", "not for bob");
+    drain(watch.as_mut());
+    assert!(!home.mailbox("bob@web").exists());
+    send(&home, "alice@web", "bob@web", "for bob");
+    assert!(
+        watch
+            .wait(Some(std::time::Duration::from_secs(10)))
+            .expect("wait"),
+        "bob's first mail woke the watch"
+    );
+    // So does the project's first broadcast.
+    drain(watch.as_mut());
+    let web = Name::parse("web").expect("a name");
+    home.ops()
+        .post(&addr("alice@web"), &web, "all", draft("", "everyone"))
+        .expect("broadcast");
+    assert!(
+        watch
+            .wait(Some(std::time::Duration::from_secs(10)))
+            .expect("wait"),
+        "the first broadcast woke the watch"
+    );
+}

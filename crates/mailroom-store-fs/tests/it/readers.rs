@@ -407,4 +407,46 @@ fn doctor_reports_one_name_in_two_cases() {
             && found[0].contains("is the same name as 'API' in another case"),
         "{found:#?}"
     );
+    // Until they are merged, every spelling reaches the same one of the two.
+    let seen: Vec<usize> = ["api@web", "API@web", "Api@web"]
+        .iter()
+        .map(|a| m.peek(&addr(a)).expect("peek").messages.len())
+        .collect();
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+}
+
+/// A project directory without its project.md is no project (its mail is never reached):
+/// doctor says so, and `--fix` writes it, policy open, created when the directory last changed.
+#[test]
+fn doctor_writes_the_project_file_a_project_directory_lacks() {
+    let home = Home::new();
+    let store = FsStore::new(&home.path);
+    let dir = home.path.join("projects/web");
+    std::fs::remove_file(dir.join("project.md")).expect("remove project.md");
+    assert_eq!(store.project(&web()).expect("project"), None);
+    let then = std::time::SystemTime::now() - Duration::from_secs(7200);
+    std::fs::File::open(&dir)
+        .and_then(|d| d.set_modified(then))
+        .expect("age the directory");
+    let found = described(&home.path, &findings(&home.path));
+    assert_eq!(
+        found,
+        vec![
+            "projects/web/project.md: is missing, so mailroom sees no project here and never reads its mail or roster"
+        ]
+    );
+    let fixed = within("doctor --fix", {
+        let path = home.path.clone();
+        move || FsStore::new(&path).doctor(true)
+    })
+    .expect("doctor --fix");
+    assert!(fixed.iter().all(|f| f.fixed), "{fixed:#?}");
+    let project = store
+        .project(&web())
+        .expect("project")
+        .expect("a project again");
+    assert_eq!(project.policy, mailroom_core::Policy::Open);
+    let then = jiff::Timestamp::try_from(then).expect("a timestamp");
+    assert_eq!(project.created.as_second(), then.as_second());
+    assert_eq!(findings(&home.path), vec![]);
 }

@@ -188,3 +188,35 @@ fn watch_prints_a_broadcast_posted_while_it_runs() {
     done.send(()).unwrap();
     guard.join().unwrap();
 }
+
+#[test]
+fn waiting_in_a_fresh_home_creates_nothing() {
+    let home = Home::new();
+    let run = home.as_("bob", ["wait", "--timeout", "0.2"]).run();
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(!home.path().exists(), "wait created the home");
+    // Nor a mailbox, nor a project without its project.md.
+    home.send("alice", "bob", "hello");
+    let before = home.tree();
+    let run = home
+        .as_("ghost@webiste", ["wait", "--timeout", "0.2"])
+        .run();
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+}
+
+#[test]
+fn wait_started_before_the_home_exists_wakes_on_the_first_mail() {
+    let home = Home::new();
+    let child = waiter(&home, &["--as", "bob", "--json", "wait", "--timeout", "60"]);
+    let id = home.send("alice", "bob", "first ever");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["messages"][0]["id"], id.as_str());
+}
