@@ -579,3 +579,61 @@ pub fn a_close_new_name_is_refused_unless_its_owner_creates_it(store: &dyn Store
     );
     send(&m, "wbe@shop", &["api@shop"], "its owner may");
 }
+
+/// Importing is writing: a roster project takes an import only from its members and HUMAN
+/// (refused before any write), and only HUMAN imports mail from HUMAN. Joining an open project
+/// oneself is not governing it.
+pub fn imports_follow_the_roster_and_only_human_imports_human_mail(store: &dyn Store) {
+    let m = mailroom(store);
+    m.add_project("sec", Policy::Roster).expect("add project");
+    join(&m, "sec", "alice");
+    let text = "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** HUMAN\n**Type:** HOLD_REQUEST\n**Subject:** stop\n\nSigned.\n";
+    let e = err(m.import_channel(Some(&addr("eve@other")), &name("sec"), "all", text, now()));
+    assert_eq!(e.kind(), ErrorKind::Refused);
+    let e = err(m.import_channel(None, &name("sec"), "all", text, now()));
+    assert_eq!(e.kind(), ErrorKind::Refused);
+    assert_eq!(store.channels(&name("sec")).expect("channels"), vec![]);
+    let by_member = m
+        .import_channel(Some(&addr("alice@sec")), &name("sec"), "all", text, now())
+        .expect("a member imports");
+    assert_eq!(
+        (by_member.imported, by_member.problems.len()),
+        (0, 1),
+        "the entry from HUMAN is skipped and reported"
+    );
+    let by_human = m
+        .import_channel(Some(&Address::human()), &name("sec"), "all", text, now())
+        .expect("HUMAN imports");
+    assert_eq!((by_human.imported, by_human.problems.len()), (1, 0));
+
+    m.add_project("web", Policy::Open).expect("add project");
+    join(&m, "web", "lead");
+    m.add_member(
+        &addr("newbie@web"),
+        &name("web"),
+        "newbie",
+        "",
+        MemberStatus::Active,
+    )
+    .expect("an identity joins an open project itself");
+    let e = err(m.add_member(
+        &addr("stranger@web"),
+        &name("web"),
+        "friend",
+        "",
+        MemberStatus::Active,
+    ));
+    assert_eq!(e.kind(), ErrorKind::Refused, "adding another, unless a member, is governing");
+    let e = err(m.add_member(
+        &addr("eve@sec"),
+        &name("sec"),
+        "eve",
+        "",
+        MemberStatus::Active,
+    ));
+    assert_eq!(
+        e.kind(),
+        ErrorKind::Refused,
+        "a roster project is not joined"
+    );
+}

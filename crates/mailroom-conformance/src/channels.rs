@@ -687,7 +687,7 @@ pub fn export_then_import_into_the_same_channel_duplicates_nothing(store: &dyn S
         .expect("export");
     assert!(text.contains("**From:** carol@api\n"), "{text}");
     let report = m
-        .import_channel(&name("web"), "run-42", &text, now())
+        .import_channel(Some(&addr("bob@web")), &name("web"), "run-42", &text, now())
         .expect("import");
     assert_eq!(
         (report.imported, report.duplicates, report.problems),
@@ -701,7 +701,7 @@ pub fn export_then_import_into_the_same_channel_duplicates_nothing(store: &dyn S
     );
 
     let copy = m
-        .import_channel(&name("web"), "copy", &text, now())
+        .import_channel(Some(&addr("bob@web")), &name("web"), "copy", &text, now())
         .expect("import into another channel");
     assert_eq!((copy.imported, copy.duplicates), (3, 0));
     assert_eq!(
@@ -716,13 +716,13 @@ pub fn importing_a_mailbox_md_twice_duplicates_nothing(store: &dyn Store) {
     let m = mailroom(store);
     let text = "# run 42\n\n---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** builder\n**Type:** INTERFACE_CHANGE\n**Subject:** Renamed calc_stats\n\nBody one.\n---\n**Timestamp:** not a time\n**From:** planner\n**Type:** HOLD_REQUEST\n**Subject:** Undefined symbol\n\nIs it (a) or (b)?\n---\n**Timestamp:** 2026-03-13 15:00 UTC\n**Type:** INFO\n**Subject:** nobody wrote this\n";
     let first = m
-        .import_channel(&name("web"), "run-42", text, now())
+        .import_channel(Some(&addr("bob@web")), &name("web"), "run-42", text, now())
         .expect("import");
     assert_eq!((first.imported, first.duplicates), (2, 0));
     let lines: Vec<usize> = first.problems.iter().map(|p| p.line).collect();
     assert_eq!(lines, vec![11, 17], "the bad time and the missing sender");
     let second = m
-        .import_channel(&name("web"), "run-42", text, now())
+        .import_channel(Some(&addr("bob@web")), &name("web"), "run-42", text, now())
         .expect("import");
     assert_eq!((second.imported, second.duplicates), (0, 2));
     assert_eq!(second.problems, first.problems, "reported again");

@@ -105,6 +105,7 @@ macro_rules! __cases {
             addressing::names_match_in_any_case_and_keep_the_first_spelling,
             addressing::a_roster_project_takes_mail_and_changes_only_from_members_and_human,
             addressing::a_close_new_name_is_refused_unless_its_owner_creates_it,
+            addressing::imports_follow_the_roster_and_only_human_imports_human_mail,
             sending::several_recipients_each_get_their_own_copy_and_lifecycle,
             sending::a_repeated_recipient_gets_one_copy,
             sending::same_key_from_the_same_sender_delivers_once,

@@ -454,8 +454,11 @@ impl Mailroom<'_> {
     /// Imports a `mailbox.md` into a channel. Entries already there (same minute, sender,
     /// type, subject and body) are skipped, so importing twice, or importing an export back,
     /// duplicates nothing. Unreadable entries are reported by line, never dropped silently.
+    /// The import is refused, before any write, when `importer` may not write into `project`
+    /// ([`Mailroom::check_may_import`]); an entry from `HUMAN` is imported only by `HUMAN`.
     pub fn import_channel(
         &self,
+        importer: Option<&Address>,
         project: &Name,
         channel: &str,
         text: &str,
@@ -467,6 +470,7 @@ impl Mailroom<'_> {
             problems: parsed.problems,
             ..ImportReport::default()
         };
+        self.check_may_import(importer, project, crate::store::Policy::Open)?;
         self.ensure_open_project(project)?;
         let mut known: std::collections::HashSet<u128> = self
             .store
@@ -499,6 +503,13 @@ impl Mailroom<'_> {
                         continue;
                     }
                 };
+            if let Some(message) = self.import_refusal(importer, &message)? {
+                report.problems.push(Problem {
+                    line: entry.line,
+                    message,
+                });
+                continue;
+            }
             if !known.insert(content_key(&message)) {
                 report.duplicates += 1;
                 continue;

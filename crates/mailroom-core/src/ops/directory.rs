@@ -251,24 +251,72 @@ impl Mailroom<'_> {
     }
 
     /// A `roster` project takes mail and posts only from its active members and `HUMAN`:
-    /// writing `member@project` from elsewhere is no way around the roster.
+    /// writing `member@project` from elsewhere is no way around the roster. Identities are
+    /// `handle@project`, so an outsider never becomes a member by name: once `handle` is on
+    /// the roster, it writes as `handle@project`, which is what the refusal says.
     pub(crate) fn check_may_write_into(&self, me: &Address, project: &Name) -> Result<()> {
         if me.is_human() || me.project() == Some(project) {
             // Members of the project itself are checked by `plan_sender`.
             return Ok(());
         }
         match self.store.project(project)? {
-            Some(p) if p.policy == Policy::Roster => Err(Error::RefusedWith {
-                reason: format!(
-                    "project '{}' has policy roster and you ({me}) are not on its roster",
-                    p.name
-                ),
-                fix: Box::new(Fix::AskFor(Box::new(Fix::AddMember {
-                    handle: me.handle.to_string(),
-                    project: p.name.to_string(),
-                }))),
-            }),
+            Some(p) if p.policy == Policy::Roster => {
+                let member = Address::in_project(me.handle.clone(), p.name.clone());
+                let then = match self.store.member(&p.name, &me.handle)? {
+                    Some(m) if m.status == MemberStatus::Active => {
+                        format!("write as {member} instead (`--as {member}`)")
+                    }
+                    _ => format!("once '{}' is on its roster, write as {member}", me.handle),
+                };
+                Err(Error::RefusedWith {
+                    reason: format!(
+                        "project '{}' has policy roster and takes mail only from its active members and HUMAN; you are {me}: {then}",
+                        p.name
+                    ),
+                    fix: Box::new(Fix::AskFor(Box::new(Fix::AddMember {
+                        handle: me.handle.to_string(),
+                        project: p.name.to_string(),
+                    }))),
+                })
+            }
             _ => Ok(()),
+        }
+    }
+
+    /// Importing into `project` is writing into it: a `roster` project takes an import only
+    /// from `HUMAN` or one of its active members, and a project the import creates with
+    /// `creates` = `roster` (nobody is on its roster yet) only from `HUMAN`. With no identity,
+    /// only an open (or new open) project takes one.
+    pub fn check_may_import(
+        &self,
+        importer: Option<&Address>,
+        project: &Name,
+        creates: Policy,
+    ) -> Result<()> {
+        if importer.is_some_and(Address::is_human) {
+            return Ok(());
+        }
+        let Some(existing) = self.store.project(project)? else {
+            if creates == Policy::Roster {
+                return Err(Error::Refused(format!(
+                    "this import creates project '{project}' with policy roster, which takes an import only from HUMAN: run it with --as HUMAN"
+                )));
+            }
+            return Ok(());
+        };
+        match importer {
+            Some(me) if me.project() == Some(project) => self.plan_sender(me).map(|_| ()),
+            Some(me) => self.check_may_write_into(me, project),
+            None if existing.policy == Policy::Roster => Err(Error::RefusedWith {
+                reason: format!(
+                    "project '{}' has policy roster and takes an import only from HUMAN or one of its active members, and no identity was given: run it with --as",
+                    existing.name
+                ),
+                fix: Box::new(Fix::Roster {
+                    project: existing.name.to_string(),
+                }),
+            }),
+            None => Ok(()),
         }
     }
 
@@ -479,11 +527,26 @@ impl Mailroom<'_> {
             created: self.now(),
         })?;
         if !created && p.policy != policy {
+            let set = Fix::SetPolicy {
+                project: p.name.to_string(),
+                policy,
+            };
+            // Once it has an active member, only they and HUMAN may change it (check_may_govern).
+            let governed = self
+                .store
+                .roster(&p.name)?
+                .iter()
+                .any(|m| m.status == MemberStatus::Active);
             return Err(Error::RefusedWith {
-                reason: format!("project '{name}' exists with policy {}", p.policy.as_str()),
-                fix: Box::new(Fix::SetPolicy {
-                    project: name.to_string(),
-                    policy,
+                reason: format!(
+                    "project '{}' exists with policy {}",
+                    p.name,
+                    p.policy.as_str()
+                ),
+                fix: Box::new(if governed {
+                    Fix::AskFor(Box::new(set))
+                } else {
+                    set
                 }),
             });
         }
@@ -530,7 +593,17 @@ impl Mailroom<'_> {
                 "HUMAN is the operator's global mailbox and cannot join a roster".into(),
             ));
         }
-        self.check_may_govern(actor, project)?;
+        // Joining an open project oneself is what a first send does too; anything else is
+        // governed.
+        let joins_open = actor.project() == Some(project)
+            && actor.handle == handle
+            && self
+                .store
+                .project(project)?
+                .is_none_or(|p| p.policy == Policy::Open);
+        if !joins_open {
+            self.check_may_govern(actor, project)?;
+        }
         if let Some(m) = self.store.member(project, &handle)? {
             return Err(already_member(&m.handle, project));
         }

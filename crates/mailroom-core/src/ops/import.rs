@@ -27,8 +27,15 @@ impl Mailroom<'_> {
     /// (retracted or not). `scope` is the project the record was found in, `None` for mail found
     /// outside any (the operator's mailbox), where `project` only stands in for names that
     /// belong nowhere. `Ok(Err(reason))`: this record is skipped, and why.
+    ///
+    /// `importer` is who runs the import: an import writes as its records' senders, so mail
+    /// from `HUMAN` is imported only by `HUMAN`, and a record is written into a project only
+    /// when [`Mailroom::check_may_import`] lets the importer write there. Front ends check the
+    /// projects they import into before their first write, so such a skip is a record that
+    /// names another project.
     pub fn import_record(
         &self,
+        importer: Option<&Address>,
         record: &Foreign,
         scope: Option<&Name>,
         project: &Name,
@@ -51,6 +58,9 @@ impl Mailroom<'_> {
             Ok(m) => m,
             Err(e) => return Ok(Err(e)),
         };
+        if let Some(reason) = self.import_refusal(importer, &message)? {
+            return Ok(Err(reason));
+        }
         let added = match (&message.channel, message.to.first()) {
             (Some(all), _) => {
                 self.import_entry(all, &message, record.disposition == Disposition::Retracted)?
@@ -119,6 +129,36 @@ impl Mailroom<'_> {
         message.id = derived_id(&record.id_key, &message);
         message.thread = message.id;
         Ok(message)
+    }
+
+    /// Why `importer` may not import `message`, if it may not: mail from `HUMAN` is imported
+    /// only by `HUMAN` (anyone else would make the operator say it), and the project it is
+    /// written into must take an import from `importer`.
+    pub(crate) fn import_refusal(
+        &self,
+        importer: Option<&Address>,
+        message: &Message,
+    ) -> Result<Option<String>> {
+        if message.from.is_human() && !importer.is_some_and(Address::is_human) {
+            return Ok(Some(
+                "sent by HUMAN, and only HUMAN imports the operator's mail (run the import with --as HUMAN); skipped"
+                    .into(),
+            ));
+        }
+        let into = match &message.channel {
+            Some(c) => Some(&c.project),
+            None => message.to.first().and_then(Address::project),
+        };
+        if let Some(project) = into {
+            match self.check_may_import(importer, project, Policy::Open) {
+                Ok(()) => {}
+                Err(e) if e.kind() == crate::error::ErrorKind::Refused => {
+                    return Ok(Some(format!("{e}; skipped")));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
     }
 
     /// Delivers an imported message to `to` in `state` unless a copy is already there;

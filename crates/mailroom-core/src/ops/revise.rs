@@ -59,6 +59,14 @@ impl Mailroom<'_> {
             ));
         }
         let old = self.sent_by_me(me, prefix, "edit")?;
+        // An edit reaches the recipients (in place, or as a CORRECTION) like a send: the sender
+        // must still be allowed to write, and to write into each recipient's project.
+        self.plan_sender(me)?;
+        for to in &old.to {
+            if let Some(project) = to.project() {
+                self.check_may_write_into(me, project)?;
+            }
+        }
         let subject = patch
             .subject
             .as_deref()

@@ -112,18 +112,22 @@ impl Mailroom<'_> {
             channel: None,
         };
 
-        let mut notices = Vec::new();
-        self.apply_plan(&sender_plan, now, &mut notices)?;
-        for plan in &plans {
-            self.apply_plan(plan, now, &mut notices)?;
-        }
-
+        // Projects and mailboxes are created only once the message is delivered: a send that
+        // fails, or a retry of a claimed key, leaves no new empty mailbox or project behind.
         if let Some(key) = &draft.idempotency_key {
             if let KeyClaim::Existing(first) = self.store.claim_key(me, key, id)? {
-                return self.redeliver(me, first, &message, notices);
+                return self.redeliver(me, first, &message, &sender_plan, &plans);
             }
         }
-        deliver_all(self.store(), me, &message, &mut notices)?;
+        let mut delivered = Vec::new();
+        deliver_all(self.store(), me, &message, &mut delivered)?;
+        let mut notices = Vec::new();
+        self.record_plans(
+            std::iter::once(&sender_plan).chain(&plans),
+            now,
+            &mut notices,
+        );
+        notices.append(&mut delivered);
         if super::channels::forwards_to_human(me, &message) {
             notices.push("the hold request is also in the HUMAN mailbox".into());
         }
@@ -143,7 +147,8 @@ impl Mailroom<'_> {
         me: &Address,
         first: MessageId,
         retry: &Message,
-        mut notices: Vec<String>,
+        sender_plan: &Plan,
+        plans: &[Plan],
     ) -> Result<Sent> {
         let original = self.store.sent(me, first)?;
         let message = original.unwrap_or_else(|| {
@@ -156,7 +161,18 @@ impl Mailroom<'_> {
             }
             m
         });
-        let delivered_now = deliver_all(self.store(), me, &message, &mut notices)?;
+        let mut delivered = Vec::new();
+        let delivered_now = deliver_all(self.store(), me, &message, &mut delivered)?;
+        // What the first send would have recorded for the recipients of the message that
+        // stands (a crash may have cut it short); nothing for a recipient only the retry names.
+        let mut notices = Vec::new();
+        let standing = plans.iter().filter(|p| message.to.contains(&p.address));
+        self.record_plans(
+            std::iter::once(sender_plan).chain(standing),
+            retry.date,
+            &mut notices,
+        );
+        notices.append(&mut delivered);
         notices.push(if delivered_now.is_empty() {
             format!(
                 "this idempotency key was used before; message {} stands and nothing new was delivered",
@@ -179,6 +195,27 @@ impl Mailroom<'_> {
             duplicate: true,
             delivered_now,
         })
+    }
+}
+
+impl Mailroom<'_> {
+    /// Records the projects and mailboxes a delivered message created. The message is there
+    /// already, so a failure here is told as a notice, not as a failed send (which would invite
+    /// a second copy).
+    fn record_plans<'p>(
+        &self,
+        plans: impl Iterator<Item = &'p Plan>,
+        now: jiff::Timestamp,
+        notices: &mut Vec<String>,
+    ) {
+        for plan in plans {
+            if let Err(e) = self.apply_plan(plan, now, notices) {
+                notices.push(format!(
+                    "the mailbox {} could not be recorded on its project's roster ({e}); the message was delivered",
+                    plan.address
+                ));
+            }
+        }
     }
 }
 

@@ -127,7 +127,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
         ChannelAction::Import { name, file } => {
             let text = read_text(&file)?;
             let fallback = file_time(&file);
-            let report = mr.import_channel(&project, &name, &text, fallback)?;
+            let report = mr.import_channel(Some(&me), &project, &name, &text, fallback)?;
             super::import::print_report(ctx, &file.display().to_string(), &[report])?;
         }
     }

@@ -176,3 +176,37 @@ echo "temp files=$(cd "$MAILROOM_HOME" && find . -path '*/tmp/*' -type f | wc -l
         "one line naming where it failed: {stderr}"
     );
 }
+
+/// Regression: a send recorded its new recipient's mailbox (and project) before delivering, so
+/// one that failed on a full disk (room for a roster entry, not for the copy) left a roster
+/// entry for a mailbox that never got mail.
+#[test]
+fn a_send_failing_on_a_full_disk_records_no_new_mailbox() {
+    let (stdout, stderr) = in_namespace(
+        r#"
+set -eu
+mnt="$1"; bin="$2"; err="$3"
+mount -t tmpfs -o size=128k tmpfs "$mnt"
+export MAILROOM_HOME="$mnt/home"
+unset MAILROOM_AS
+"$bin" --as a send --to b --message first >/dev/null 2>&1
+head -c 400000 /dev/zero > "$mnt/fill" 2>/dev/null || true
+truncate -s "$(( $(stat -c %s "$mnt/fill") - 24000 ))" "$mnt/fill"
+body=$(head -c 60000 /dev/zero | tr '\0' x)
+set +e
+"$bin" --as a send --to newbie --message "$body" 2>"$err"
+echo "exit=$?"
+set -e
+rm "$mnt/fill"
+"$bin" --as a roster | awk 'NR > 1 {print $1}' | tr '\n' ' '
+"#,
+    );
+    assert_eq!(
+        stdout, "exit=1\na b ",
+        "the failed send left no roster entry for the mailbox it would have created"
+    );
+    assert!(
+        stderr.contains("No space left on device"),
+        "a clear error: {stderr}"
+    );
+}

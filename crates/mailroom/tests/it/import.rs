@@ -60,9 +60,9 @@ fn import_m_ai_l_puts_each_mailbox_in_place_and_a_second_run_adds_nothing() {
     let _s = settings().bind_to_scope();
     let home = Home::new();
     let tree = fixture(&home, "m_ai_l");
-    let first = home.cmd(["import", "m_ai_l"]).args([&tree]).ok();
+    let first = home.as_("HUMAN", ["import", "m_ai_l"]).args([&tree]).ok();
     assert_snapshot!("m_ai_l_first", home.show(&first));
-    let second = home.cmd(["import", "m_ai_l"]).args([&tree]).ok();
+    let second = home.as_("HUMAN", ["import", "m_ai_l"]).args([&tree]).ok();
     assert_snapshot!("m_ai_l_second", home.show(&second));
 
     let backend = home.as_("BACKEND@shop", ["--json", "inbox"]).json();
@@ -99,7 +99,7 @@ fn import_m_ai_l_puts_each_mailbox_in_place_and_a_second_run_adds_nothing() {
 fn imported_m_ai_l() -> Home {
     let home = Home::new();
     let tree = fixture(&home, "m_ai_l");
-    home.cmd(["import", "m_ai_l"]).args([&tree]).ok();
+    home.as_("HUMAN", ["import", "m_ai_l"]).args([&tree]).ok();
     home
 }
 
@@ -145,10 +145,10 @@ fn import_m_ai_l_recovers_what_it_can_from_damaged_files_and_reports_the_rest_by
     let _s = settings().bind_to_scope();
     let home = Home::new();
     let tree = fixture(&home, "damaged");
-    let first = home.cmd(["import", "m_ai_l"]).args([&tree]).ok();
+    let first = home.as_("HUMAN", ["import", "m_ai_l"]).args([&tree]).ok();
     assert_snapshot!("damaged_first", home.show(&first));
     let json = home
-        .cmd(["--json", "import", "m_ai_l"])
+        .as_("HUMAN", ["--json", "import", "m_ai_l"])
         .args([&tree])
         .json();
     assert_snapshot!("damaged_second_json", home.redact_json(&json));
@@ -275,7 +275,7 @@ fn import_m_ai_l_reads_a_real_projects_config_with_windows_paths_into_roster_pro
     let home = Home::new();
     let tree = fixture(&home, "m_ai_l_windows");
     let first = home
-        .cmd(["import", "m_ai_l"])
+        .as_("HUMAN", ["import", "m_ai_l"])
         .args([tree.join("common")])
         .ok();
     assert_snapshot!("m_ai_l_windows_first", home.show(&first));
@@ -318,7 +318,7 @@ fn import_m_ai_l_reads_a_real_projects_config_with_windows_paths_into_roster_pro
 fn import_m_ai_l_reads_outbox_lines_in_the_short_shape() {
     let home = Home::new();
     let tree = fixture(&home, "m_ai_l_windows");
-    home.cmd(["import", "m_ai_l"])
+    home.as_("HUMAN", ["import", "m_ai_l"])
         .args([tree.join("common")])
         .ok();
     let outbox = home.as_("FRONTEND@ATORNAI", ["--json", "outbox"]).json();
@@ -400,7 +400,7 @@ fn import_m_ai_l_never_makes_human_a_roster_member() {
     let home = Home::new();
     let tree = fixture(&home, "m_ai_l_windows");
     let run = home
-        .cmd(["--json", "import", "m_ai_l"])
+        .as_("HUMAN", ["--json", "import", "m_ai_l"])
         .args([tree.join("common")])
         .json();
     let reported: Vec<(String, u64)> = run["problems"]

@@ -9,7 +9,7 @@ use anyhow::Result;
 use mailroom_core::interchange::m_ai_l::{self, FileRole};
 use mailroom_core::interchange::{Disposition, Problem};
 use mailroom_core::ops::ImportReport;
-use mailroom_core::{Mailroom, Name, Policy};
+use mailroom_core::{Address, Mailroom, Name, Policy};
 
 use super::{FileReport, Progress, file_name_of, list_files, problem_only};
 use crate::commands::channel::{file_time, read_text};
@@ -17,6 +17,7 @@ use crate::commands::channel::{file_time, read_text};
 /// An m_AI_l COMMON_PATH (with projects_config.md and the HUMAN mailbox) or one project folder.
 pub(super) fn import(
     mr: &Mailroom<'_>,
+    importer: Option<&Address>,
     root: &Path,
     default_project: &Name,
 ) -> Result<Vec<FileReport>> {
@@ -86,6 +87,10 @@ pub(super) fn import(
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
     };
+    for (project, _, _) in &projects {
+        // m_AI_l routes by roster: each project it creates is a roster project.
+        mr.check_may_import(importer, project, Policy::Roster)?;
+    }
     let mut files: Vec<(Option<Name>, PathBuf, FileRole)> = Vec::new();
     for (project, dir, _) in &projects {
         // m_AI_l routes by roster: an unknown handle is an error there, so it is here too.
@@ -123,9 +128,15 @@ pub(super) fn import(
         let project = scope.clone().unwrap_or_else(|| default_project.clone());
         let report = match role {
             FileRole::Roster => import_roster(mr, &file, &project)?,
-            FileRole::Mail { owner, disposition } => {
-                import_mail(mr, &file, scope.as_ref(), &project, &owner, disposition)?
-            }
+            FileRole::Mail { owner, disposition } => import_mail(
+                mr,
+                importer,
+                &file,
+                scope.as_ref(),
+                &project,
+                &owner,
+                disposition,
+            )?,
             FileRole::Temp | FileRole::Other => continue,
         };
         reports.push(FileReport {
@@ -195,6 +206,7 @@ fn import_roster(mr: &Mailroom<'_>, file: &Path, project: &Name) -> Result<Impor
 /// operator's mailbox next to the registry.
 fn import_mail(
     mr: &Mailroom<'_>,
+    importer: Option<&Address>,
     file: &Path,
     scope: Option<&Name>,
     project: &Name,
@@ -208,7 +220,7 @@ fn import_mail(
         ..ImportReport::default()
     };
     for record in records {
-        match mr.import_record(&record, scope, project)? {
+        match mr.import_record(importer, &record, scope, project)? {
             Ok(done) if done.added => report.imported += 1,
             Ok(_) => report.duplicates += 1,
             Err(message) => report.problems.push(Problem {

@@ -65,10 +65,12 @@ pub fn import(
         ))
         .into());
     }
-    let project = match ctx.identity()? {
-        Some(i) => ctx.channel_project(&i.address)?,
+    let importer = ctx.identity()?.map(|i| i.address);
+    let project = match &importer {
+        Some(me) => ctx.channel_project(me)?,
         None => ctx.project()?,
     };
+    let importer = importer.as_ref();
     let mr = ctx.mailroom();
     let reports = match format {
         ImportFormat::MailboxMd => {
@@ -79,11 +81,11 @@ pub fn import(
             let text = read_text(path)?;
             vec![FileReport {
                 file: path.display().to_string(),
-                report: mr.import_channel(&project, &name, &text, file_time(path))?,
+                report: mr.import_channel(importer, &project, &name, &text, file_time(path))?,
             }]
         }
-        ImportFormat::MAiL => m_ai_l_tree::import(&mr, path, &project)?,
-        ImportFormat::RepoMailbox => repo_mailbox::import(&mr, path, &project)?,
+        ImportFormat::MAiL => m_ai_l_tree::import(&mr, importer, path, &project)?,
+        ImportFormat::RepoMailbox => repo_mailbox::import(&mr, importer, path, &project)?,
     };
     print_file_reports(ctx, &reports)
 }

@@ -8,13 +8,19 @@ use anyhow::Result;
 use mailroom_core::interchange::repo_mailbox::{self, BROADCAST_DIR, SEEN_DIR, TEMP_SKIPPED};
 use mailroom_core::interchange::{Disposition, Problem};
 use mailroom_core::ops::ImportReport;
-use mailroom_core::{Mailroom, MessageId, Name};
+use mailroom_core::{Address, Mailroom, MessageId, Name};
 
 use super::{FileReport, Progress, file_name_of, list_files, problem_only};
 use crate::commands::channel::{file_time, read_text};
 
 /// A repo-mailbox root: `<repo>/inbox`, `<repo>/archive`, `_broadcast/{inbox,archive,seen}`.
-pub(super) fn import(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result<Vec<FileReport>> {
+pub(super) fn import(
+    mr: &Mailroom<'_>,
+    importer: Option<&Address>,
+    root: &Path,
+    project: &Name,
+) -> Result<Vec<FileReport>> {
+    mr.check_may_import(importer, project, mailroom_core::Policy::Open)?;
     let mut reports = Vec::new();
     let mut repos: Vec<PathBuf> = std::fs::read_dir(root)
         .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -47,7 +53,7 @@ pub(super) fn import(mr: &Mailroom<'_>, root: &Path, project: &Name) -> Result<V
             match repo_mailbox::record(&repo, &name, disposition, &bytes, file_time(&file)) {
                 Ok((record, problems)) => {
                     report.problems = problems;
-                    mr.import_record(&record, Some(project), project)?
+                    mr.import_record(importer, &record, Some(project), project)?
                 }
                 Err(reason) => Err(reason),
             };
