@@ -43,11 +43,26 @@ pub struct Ctx {
     pub json: bool,
     /// Lazily resolved identity (commands that need none never pay for it).
     identity: Option<Option<Identity>>,
+    /// The JSON document a command had ready when it failed: printed with the error object
+    /// inside, so stdout holds one document.
+    pub failed_report: Option<serde_json::Value>,
 }
 
 impl Ctx {
     pub fn new(cli: &Cli, env: &Env) -> Result<Ctx> {
         let home = match (&cli.home, &env.home) {
+            (Some(h), _)
+                if h.as_os_str().is_empty() || h.as_os_str().as_encoded_bytes()[0] == b'-' =>
+            {
+                // `-` reads as "standard input" and `-x` as a flag: both are slips, never a
+                // directory meant to hold mail.
+                return Err(Error::Invalid(format!(
+                    "--home '{}' is not a directory name; give a path (./{} if that is really the name)",
+                    h.display(),
+                    h.display()
+                ))
+                .into());
+            }
             // A path typed on the command line means what the shell it was typed in means.
             (Some(h), _) => std::path::absolute(h)
                 .with_context(|| format!("cannot resolve --home {}", h.display()))?,
@@ -86,6 +101,7 @@ impl Ctx {
             },
             json: cli.json,
             identity: None,
+            failed_report: None,
         })
     }
 
@@ -132,7 +148,19 @@ impl Ctx {
         Ok(crate::words::CliWords::new(
             identity.as_ref(),
             self.home_flag.as_deref(),
+            self.inputs.flag_project.as_deref(),
         ))
+    }
+
+    /// The words for advice after a failure: without the identity when it cannot be had (the
+    /// failure may be about it).
+    pub fn words_for_advice(&mut self) -> crate::words::CliWords {
+        let identity = self.identity().ok().flatten();
+        crate::words::CliWords::new(
+            identity.as_ref(),
+            self.home_flag.as_deref(),
+            self.inputs.flag_project.as_deref(),
+        )
     }
 
     /// The identity, or the error that says how to get one.

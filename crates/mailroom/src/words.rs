@@ -1,6 +1,6 @@
 //! The command line's words for the next steps a reader can take: the commands to type. They
-//! name `--as` and `--home` when those came from flags, because a command copied from the hint
-//! into a fresh shell would otherwise act as someone else, or in another home.
+//! name `--home`, `--as` and `--project` when those came from flags, because a command copied
+//! from the hint into a fresh shell would otherwise act as someone else, or in another home.
 
 use std::path::Path;
 
@@ -13,10 +13,16 @@ use mailroom_core::render::Vocabulary;
 pub struct CliWords {
     /// `mailroom`, plus the flags the reader's context does not imply.
     program: String,
+    /// The same without `--project`, for commands that name their own project.
+    without_project: String,
 }
 
 impl CliWords {
-    pub fn new(identity: Option<&Identity>, home_flag: Option<&Path>) -> CliWords {
+    pub fn new(
+        identity: Option<&Identity>,
+        home_flag: Option<&Path>,
+        project_flag: Option<&str>,
+    ) -> CliWords {
         let mut program = String::from("mailroom");
         if let Some(home) = home_flag {
             program.push_str(" --home ");
@@ -26,13 +32,24 @@ impl CliWords {
             program.push_str(" --as ");
             program.push_str(&shell_word(&i.address.to_string()));
         }
-        CliWords { program }
+        // The project completes a handle from MAILROOM_AS or the checkout, and picks the
+        // operator's channels: the copied command needs it as much as the reader had it.
+        let without_project = program.clone();
+        if let Some(project) = project_flag {
+            program.push_str(" --project ");
+            program.push_str(&shell_word(project));
+        }
+        CliWords {
+            program,
+            without_project,
+        }
     }
 
     /// Plain `mailroom`, for advice that does not depend on who reads it.
     pub fn plain() -> CliWords {
         CliWords {
             program: "mailroom".into(),
+            without_project: "mailroom".into(),
         }
     }
 
@@ -64,7 +81,11 @@ impl CliWords {
             Fix::Retract { id } => format!("retract {id}"),
             Fix::Anyway(inner) | Fix::AskFor(inner) => return self.fix_command(inner),
         };
-        self.command(&rest)
+        if rest.contains(" --project ") {
+            format!("{} {rest}", self.without_project)
+        } else {
+            self.command(&rest)
+        }
     }
 
     /// The step `fix` as advice ending an error sentence.
@@ -155,15 +176,22 @@ mod tests {
 
     #[test]
     fn hints_name_the_flags_a_copied_command_needs() {
-        let implied = CliWords::new(Some(&identity(Source::Env, "api@web")), None);
+        let implied = CliWords::new(Some(&identity(Source::Env, "api@web")), None, None);
         assert_eq!(implied.done("01X"), "mailroom done 01X");
         let flag = CliWords::new(
             Some(&identity(Source::Flag, "HUMAN")),
             Some(Path::new("/tmp/my home")),
+            None,
         );
         assert_eq!(
             flag.reply("01X"),
             "mailroom --home '/tmp/my home' --as HUMAN reply 01X --message \"...\""
         );
+        let project = CliWords::new(
+            Some(&identity(Source::GitToplevel, "bob@api")),
+            None,
+            Some("api"),
+        );
+        assert_eq!(project.done("01X"), "mailroom --project api done 01X");
     }
 }

@@ -148,7 +148,7 @@ fn a_typo_is_not_a_new_mailbox() {
         .fails(3);
     assert_eq!(
         typo.stderr,
-        "error: there is no mailbox 'wbe@shop', and 'web@shop' is close to it (did you mean 'web@shop'?); to create 'wbe@shop' anyway, run `mailroom roster add wbe --project shop` first\n"
+        "error: there is no mailbox 'wbe@shop', and 'web@shop' is close to it (did you mean 'web@shop'?); to create 'wbe@shop' anyway, run `mailroom --as api@shop roster add wbe --project shop` first\n"
     );
     let project = home
         .as_("api@shop", ["send", "--to", "web@shpo", "-m", "hi"])
@@ -239,7 +239,7 @@ fn reading_a_channel_nobody_posted_to_is_not_found() {
         let run = home.as_("web@shop", args).fails(3);
         assert_eq!(
             run.stderr,
-            "error: project 'shop' has no channel 'run-24'; `mailroom channel list --project shop` lists them\n",
+            "error: project 'shop' has no channel 'run-24'; `mailroom --as web@shop channel list --project shop` lists them\n",
             "{args:?}"
         );
     }
