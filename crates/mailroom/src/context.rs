@@ -10,6 +10,7 @@ use mailroom_core::{Address, Error, Mailroom, Name, Sessions as _};
 use mailroom_store_fs::FsStore;
 
 use crate::cli::Cli;
+use crate::files::ReadError;
 
 /// The process environment mailroom reads, gathered once so tests and the demo can set it.
 #[derive(Clone, Debug, Default)]
@@ -220,34 +221,14 @@ fn find_repo(cwd: &Path) -> Result<Option<(Repo, Option<String>)>> {
     // Opened without blocking and checked on the descriptor, so a FIFO or device there is a
     // clear error instead of a hang; a settings file is a few lines, so the read is bounded.
     const MAX_CONFIG_BYTES: u64 = 64 * 1024;
-    use rustix::fs::{FileType, Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let config = match rustix::fs::open(&config_path, flags, Mode::empty()) {
-        Ok(fd) => {
-            let cannot_read = || format!("cannot read {}", config_path.display());
-            let st = rustix::fs::fstat(&fd)
-                .map_err(std::io::Error::from)
-                .with_context(cannot_read)?;
-            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-                return Err(Error::Invalid(format!(
-                    "{} is not a regular file (a FIFO, device or directory); mailroom reads its settings only from a regular file",
+    let config = match crate::files::read_regular(&config_path, MAX_CONFIG_BYTES, true) {
+        Ok(contents) => {
+            let text = String::from_utf8(contents.bytes).map_err(|_| {
+                Error::Invalid(format!(
+                    "{} is not UTF-8 text; it takes the keys project, handle and url",
                     config_path.display()
                 ))
-                .into());
-            }
-            let mut text = String::new();
-            std::io::Read::read_to_string(
-                &mut std::io::Read::take(std::fs::File::from(fd), MAX_CONFIG_BYTES + 1),
-                &mut text,
-            )
-            .with_context(cannot_read)?;
-            if text.len() as u64 > MAX_CONFIG_BYTES {
-                return Err(Error::Invalid(format!(
-                    "{} is over {MAX_CONFIG_BYTES} bytes; it takes the keys project, handle and url",
-                    config_path.display()
-                ))
-                .into());
-            }
+            })?;
             toml::from_str::<RepoConfig>(&text).map_err(|e| {
                 Error::Invalid(format!(
                     "{} is not valid: {}; it takes the keys project, handle and url",
@@ -256,10 +237,23 @@ fn find_repo(cwd: &Path) -> Result<Option<(Repo, Option<String>)>> {
                 ))
             })?
         }
-        Err(rustix::io::Errno::NOENT) => RepoConfig::default(),
-        Err(e) => {
-            return Err(std::io::Error::from(e))
-                .with_context(|| format!("cannot read {}", config_path.display()));
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => RepoConfig::default(),
+        Err(ReadError::NotRegular(_)) => {
+            return Err(Error::Invalid(format!(
+                "{} is not a regular file (a FIFO, device or directory); mailroom reads its settings only from a regular file",
+                config_path.display()
+            ))
+            .into());
+        }
+        Err(ReadError::TooLarge(_)) => {
+            return Err(Error::Invalid(format!(
+                "{} is over {MAX_CONFIG_BYTES} bytes; it takes the keys project, handle and url",
+                config_path.display()
+            ))
+            .into());
+        }
+        Err(ReadError::Io(e)) => {
+            return Err(e).with_context(|| format!("cannot read {}", config_path.display()));
         }
     };
     Ok(Some((

@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod context;
+mod files;
 mod output;
 mod words;
 
