@@ -577,7 +577,7 @@ pub fn humans_answer_to_a_hold_request_reaches_the_requester_and_closes_it(store
     assert!(m.peek(&addr("HUMAN")).expect("peek").messages.is_empty());
 }
 
-pub fn the_recipients_answer_to_a_hold_request_also_closes_humans_copy(store: &dyn Store) {
+pub fn another_agents_answer_to_a_hold_request_leaves_humans_copy_open(store: &dyn Store) {
     let m = mailroom(store);
     let directed = m
         .send(
@@ -592,25 +592,31 @@ pub fn the_recipients_answer_to_a_hold_request_also_closes_humans_copy(store: &d
         .expect("send")
         .message;
     let posted = post(&m, "dave@web", "run-7", Kind::HoldRequest, "which schema?");
+    let broadcast = post(&m, "dave@web", BROADCAST, Kind::HoldRequest, "drop prod?");
     m.inbox(&addr("HUMAN"), None).expect("HUMAN reads them");
-    for request in [&directed, &posted] {
+    for (request, keep_open) in [(&directed, false), (&posted, false), (&broadcast, true)] {
         m.reply(
             &addr("bob@web"),
             &request.id.to_string(),
             Draft {
-                body: "answered".into(),
+                body: "sure".into(),
                 ..Draft::default()
             },
-            false,
+            keep_open,
         )
         .expect("reply");
         assert_eq!(
             state(store, "HUMAN", request.id),
-            Some(State::Done),
-            "answered: no longer open for the operator"
+            Some(State::Read),
+            "an agent's answer is no permission: the operator's copy stays open"
         );
     }
-    assert_eq!(state(store, "bob@web", directed.id), Some(State::Done));
+    assert_eq!(
+        state(store, "bob@web", directed.id),
+        Some(State::Done),
+        "the replier's own copy is closed"
+    );
+    assert_eq!(m.peek(&addr("HUMAN")).expect("peek").messages.len(), 3);
 }
 
 pub fn search_finds_broadcasts_and_channel_entries(store: &dyn Store) {
@@ -676,7 +682,9 @@ pub fn export_then_import_into_the_same_channel_duplicates_nothing(store: &dyn S
         },
     )
     .expect("a post from another project");
-    let text = m.export_channel(&name("web"), "run-42").expect("export");
+    let text = m
+        .export_channel(&addr("x@web"), &name("web"), "run-42")
+        .expect("export");
     assert!(text.contains("**From:** carol@api\n"), "{text}");
     let report = m
         .import_channel(&name("web"), "run-42", &text, now())
@@ -686,7 +694,8 @@ pub fn export_then_import_into_the_same_channel_duplicates_nothing(store: &dyn S
         (0, 3, vec![])
     );
     assert_eq!(
-        m.export_channel(&name("web"), "run-42").expect("export"),
+        m.export_channel(&addr("x@web"), &name("web"), "run-42")
+            .expect("export"),
         text,
         "the channel is unchanged"
     );
@@ -696,7 +705,8 @@ pub fn export_then_import_into_the_same_channel_duplicates_nothing(store: &dyn S
         .expect("import into another channel");
     assert_eq!((copy.imported, copy.duplicates), (3, 0));
     assert_eq!(
-        m.export_channel(&name("web"), "copy").expect("export"),
+        m.export_channel(&addr("x@web"), &name("web"), "copy")
+            .expect("export"),
         text,
         "export → import → export is the identity"
     );

@@ -164,7 +164,7 @@ macro_rules! __cases {
             channels::done_of_a_channel_entry_is_refused,
             channels::a_hold_request_sent_or_posted_reaches_human_and_comes_first,
             channels::humans_answer_to_a_hold_request_reaches_the_requester_and_closes_it,
-            channels::the_recipients_answer_to_a_hold_request_also_closes_humans_copy,
+            channels::another_agents_answer_to_a_hold_request_leaves_humans_copy_open,
             channels::search_finds_broadcasts_and_channel_entries,
             channels::export_then_import_into_the_same_channel_duplicates_nothing,
             channels::importing_a_mailbox_md_twice_duplicates_nothing,

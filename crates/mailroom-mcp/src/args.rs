@@ -247,6 +247,8 @@ pub struct ChannelPost {
     pub kind: Option<String>,
     /// A key that makes a retry safe: the same key posts once.
     pub idempotency_key: Option<String>,
+    /// Start the channel even though its name is one typo from an existing channel's.
+    pub new: Option<bool>,
     /// The acting member's project. Optional on a server bound to one identity (it must be
     /// that identity's); required on an operator's server (--as-any), except for HUMAN.
     pub project_handle: Option<String>,

@@ -881,19 +881,19 @@ fn channel_post(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::ChannelPost = decode("channel_post", a)?;
     let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
     let project = t.channel_project(&me, a.project_handle.as_deref())?;
-    let sent = t.mr.post(
-        &me,
-        &project,
-        &a.channel,
-        Draft {
-            to: vec![],
-            subject: a.subject,
-            body: a.body,
-            kind: kind(a.kind.as_deref())?,
-            priority: priority(a.priority.as_deref())?,
-            idempotency_key: a.idempotency_key,
-        },
-    )?;
+    let draft = Draft {
+        to: vec![],
+        subject: a.subject,
+        body: a.body,
+        kind: kind(a.kind.as_deref())?,
+        priority: priority(a.priority.as_deref())?,
+        idempotency_key: a.idempotency_key,
+    };
+    let sent = if a.new == Some(true) {
+        t.mr.post_new(&me, &project, &a.channel, draft)?
+    } else {
+        t.mr.post(&me, &project, &a.channel, draft)?
+    };
     Ok(plain(mailroom_json::sent_json(t.mr.store(), &sent, None)?))
 }
 

@@ -190,6 +190,9 @@ pub struct SendArgs {
     /// Post to a channel of the project (an append-only run mailbox).
     #[arg(long, value_name = "NAME")]
     pub channel: Option<String>,
+    /// With --channel: start it even though its name is one typo from an existing channel's.
+    #[arg(long, requires = "channel")]
+    pub new: bool,
     #[command(flatten)]
     pub content: Content,
     #[arg(long, value_name = "K", default_value = "INFO")]
@@ -286,6 +289,9 @@ pub enum ChannelAction {
         name: String,
         #[command(flatten)]
         content: Content,
+        /// Start the channel even though its name is one typo from an existing channel's.
+        #[arg(long)]
+        new: bool,
         #[arg(long, value_name = "K", default_value = "INFO")]
         kind: String,
         #[arg(long, value_name = "KEY", allow_hyphen_values = true)]

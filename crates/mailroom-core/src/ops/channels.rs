@@ -49,9 +49,16 @@ pub(crate) fn forwards_to_human(me: &Address, message: &Message) -> bool {
     message.kind == Kind::HoldRequest && *me != human && !message.to.contains(&human)
 }
 
-/// The reader name a mailbox uses in seen sets.
-fn reader(me: &Address) -> &Name {
-    &me.handle
+/// The name `me` keeps its seen set under in `channel`: its handle when it is a member of the
+/// channel's project, `HUMAN` for the operator. A reader from another project has no seen set
+/// there (its handle is another mailbox's in that project): it marks nothing and sees every
+/// entry as unseen.
+fn reader<'a>(me: &'a Address, channel: &ChannelRef) -> Option<&'a Name> {
+    match me.project() {
+        None => Some(&me.handle),
+        Some(p) if *p == channel.project => Some(&me.handle),
+        Some(_) => None,
+    }
 }
 
 impl Mailroom<'_> {
@@ -68,12 +75,13 @@ impl Mailroom<'_> {
         })
     }
 
-    /// A channel that exists: `all` always does (a project's broadcasts), any other once
-    /// something was posted to it. Reading a name nobody posted to is a typo, not an empty
-    /// channel.
-    fn existing_channel(&self, project: &Name, name: &str) -> Result<ChannelRef> {
-        let channel = self.channel_ref(project, name)?;
-        if channel.is_broadcast() || self.store.channels(project)?.contains(&channel.name) {
+    /// A channel that exists, spelled as it was first written: `all` always does (a project's
+    /// broadcasts), any other once something was posted to it. Reading a name nobody posted to
+    /// is a typo, not an empty channel.
+    fn existing_channel(&self, me: &Address, project: &Name, name: &str) -> Result<ChannelRef> {
+        let project = self.existing_project(me, project)?;
+        let (channel, exists) = self.spelled_channel(&project, name)?;
+        if exists || channel.is_broadcast() {
             return Ok(channel);
         }
         Err(Error::ChannelNotFound {
@@ -82,9 +90,85 @@ impl Mailroom<'_> {
         })
     }
 
+    /// The channel `name` of `project` spelled as the store has it, and whether it exists.
+    fn spelled_channel(&self, project: &Name, name: &str) -> Result<(ChannelRef, bool)> {
+        let mut channel = self.channel_ref(project, name)?;
+        if let Some(p) = self.store.project(project)? {
+            channel.project = p.name;
+        }
+        match self
+            .store
+            .channels(&channel.project)?
+            .into_iter()
+            .find(|c| *c == channel.name)
+        {
+            Some(stored) => {
+                channel.name = stored;
+                Ok((channel, true))
+            }
+            None => {
+                if channel.is_broadcast() {
+                    channel.name = Name::parse(BROADCAST).map_err(|source| Error::InvalidName {
+                        what: "channel",
+                        input: BROADCAST.to_owned(),
+                        source,
+                    })?;
+                }
+                Ok((channel, false))
+            }
+        }
+    }
+
+    /// `project` spelled as first written, when it exists; the implicit `default` project and
+    /// the reader's own project (made by its first send) read as empty until then. Any other
+    /// unknown project is not found: a typo is not an empty project.
+    fn existing_project(&self, me: &Address, project: &Name) -> Result<Name> {
+        if let Some(p) = self.store.project(project)? {
+            return Ok(p.name);
+        }
+        if project.matches(crate::identity::DEFAULT_PROJECT) || me.project() == Some(project) {
+            return Ok(project.clone());
+        }
+        Err(self.unknown_project(project)?)
+    }
+
     /// Posts to a channel of `project`; `all` is a broadcast. A HOLD_REQUEST also reaches HUMAN.
+    /// A new channel whose name is one typo from an existing one is refused (see
+    /// [`Mailroom::post_new`]).
     pub fn post(&self, me: &Address, project: &Name, channel: &str, draft: Draft) -> Result<Sent> {
-        let channel = self.channel_ref(project, channel)?;
+        self.post_to(me, project, channel, draft, false)
+    }
+
+    /// [`Mailroom::post`] that starts the channel even when its name is close to an existing
+    /// channel's: the explicit way to create `notes2` beside `notes`.
+    pub fn post_new(
+        &self,
+        me: &Address,
+        project: &Name,
+        channel: &str,
+        draft: Draft,
+    ) -> Result<Sent> {
+        self.post_to(me, project, channel, draft, true)
+    }
+
+    fn post_to(
+        &self,
+        me: &Address,
+        project: &Name,
+        channel: &str,
+        draft: Draft,
+        on_purpose: bool,
+    ) -> Result<Sent> {
+        let (channel, exists) = self.spelled_channel(project, channel)?;
+        if !exists && !on_purpose && !channel.is_broadcast() {
+            let names = self.store.channels(&channel.project)?;
+            if let Some(close) = super::directory::closest(&channel.name, &names) {
+                return Err(Error::NotFound(format!(
+                    "project '{}' has no channel '{}', and '{close}' is close to it (did you mean '{close}'?); to start '{}' anyway, post to it as a new channel (--new)",
+                    channel.project, channel.name, channel.name
+                )));
+            }
+        }
         let (subject, body) = check_content(draft.subject.as_deref(), &draft.body)?;
         if let Some(key) = &draft.idempotency_key {
             check_key(key)?;
@@ -127,7 +211,9 @@ impl Mailroom<'_> {
                     ..message.clone()
                 });
                 if self.store.append(&channel, &message)? {
-                    self.store.mark_seen(&channel, reader(me), &[first])?;
+                    if let Some(r) = reader(me, &channel) {
+                        self.store.mark_seen(&channel, r, &[first])?;
+                    }
                 }
                 notices.push(format!(
                     "this idempotency key was used before; message {first} stands and nothing new was posted"
@@ -142,7 +228,9 @@ impl Mailroom<'_> {
         }
         // Its sender has seen it: a broadcast is never delivered back to the one who sent it,
         // not even to its own inbox running at the same moment (so the mark comes first).
-        self.store.mark_seen(&channel, reader(me), &[id])?;
+        if let Some(r) = reader(me, &channel) {
+            self.store.mark_seen(&channel, r, &[id])?;
+        }
         self.store.append(&channel, &message)?;
         if let Err(e) = self.store.record_sent(&message) {
             notices.push(format!(
@@ -197,18 +285,20 @@ impl Mailroom<'_> {
         channel: &str,
         limit: Option<usize>,
     ) -> Result<ChannelRead> {
-        let channel = self.existing_channel(project, channel)?;
+        let channel = self.existing_channel(me, project, channel)?;
         let Listing {
             mut messages,
             damaged,
-        } = self.store.unseen(&channel, reader(me))?;
+        } = self.unseen_by(me, &channel)?;
         let shown = limit.unwrap_or(usize::MAX).min(messages.len());
         let more = messages.len() - shown;
         messages.truncate(shown);
-        let ids: Vec<MessageId> = messages.iter().map(|s| s.message.id).collect();
-        let claimed = self.store.mark_seen(&channel, reader(me), &ids)?;
-        let mut claimed = claimed.into_iter();
-        messages.retain(|_| claimed.next().unwrap_or(false));
+        if let Some(r) = reader(me, &channel) {
+            let ids: Vec<MessageId> = messages.iter().map(|s| s.message.id).collect();
+            let claimed = self.store.mark_seen(&channel, r, &ids)?;
+            let mut claimed = claimed.into_iter();
+            messages.retain(|_| claimed.next().unwrap_or(false));
+        }
         Ok(ChannelRead {
             channel,
             messages,
@@ -225,10 +315,12 @@ impl Mailroom<'_> {
         project: &Name,
         channel: &str,
     ) -> Result<(ChannelRef, Listing)> {
-        let channel = self.existing_channel(project, channel)?;
+        let channel = self.existing_channel(me, project, channel)?;
         let mut listing = self.store.entries(&channel, true)?;
-        let seen: std::collections::HashSet<MessageId> =
-            self.store.seen(&channel, reader(me))?.into_iter().collect();
+        let seen: std::collections::HashSet<MessageId> = match reader(me, &channel) {
+            Some(r) => self.store.seen(&channel, r)?.into_iter().collect(),
+            None => Default::default(),
+        };
         listing.messages.retain_mut(|s| {
             let was_seen = seen.contains(&s.message.id);
             if s.state == State::Retracted {
@@ -242,14 +334,15 @@ impl Mailroom<'_> {
 
     /// The channels of a project with their sizes and what `me` has not seen.
     pub fn channel_list(&self, me: &Address, project: &Name) -> Result<Vec<ChannelSummary>> {
+        let project = self.existing_project(me, project)?;
         let mut out = Vec::new();
-        for name in self.store.channels(project)? {
+        for name in self.store.channels(&project)? {
             let channel = ChannelRef {
                 project: project.clone(),
                 name,
             };
             let entries = self.store.entries(&channel, false)?.messages.len();
-            let unseen = self.store.unseen(&channel, reader(me))?.messages.len();
+            let unseen = self.unseen_by(me, &channel)?.messages.len();
             out.push(ChannelSummary {
                 channel,
                 entries,
@@ -257,6 +350,21 @@ impl Mailroom<'_> {
             });
         }
         Ok(out)
+    }
+
+    /// The entries of `channel` that `me` has not seen: every standing entry for a reader
+    /// without a seen set there.
+    fn unseen_by(&self, me: &Address, channel: &ChannelRef) -> Result<Listing> {
+        match reader(me, channel) {
+            Some(r) => self.store.unseen(channel, r),
+            None => {
+                let mut all = self.store.entries(channel, false)?;
+                for s in &mut all.messages {
+                    s.state = State::Unread;
+                }
+                Ok(all)
+            }
+        }
     }
 
     /// Un-sends one's own broadcast: those who saw it keep it, nobody new gets it.
@@ -322,8 +430,8 @@ impl Mailroom<'_> {
     }
 
     /// The channel in the mailbox protocol's `mailbox.md` format (retracted entries left out).
-    pub fn export_channel(&self, project: &Name, channel: &str) -> Result<String> {
-        let channel = self.existing_channel(project, channel)?;
+    pub fn export_channel(&self, me: &Address, project: &Name, channel: &str) -> Result<String> {
+        let channel = self.existing_channel(me, project, channel)?;
         let listing = self.store.entries(&channel, false)?;
         let entries: Vec<mailbox_md::Entry> = listing
             .messages

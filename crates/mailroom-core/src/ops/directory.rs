@@ -80,7 +80,13 @@ impl Mailroom<'_> {
                 name: spec.handle.to_string(),
                 candidates: elsewhere.iter().map(|c| c.address.to_string()).collect(),
             }),
-            (_, Some(cur)) => self.plan_in(cur, &spec.handle),
+            (_, Some(cur)) => {
+                let plan = self.plan_in(cur, &spec.handle)?;
+                if plan.add_member {
+                    self.check_not_close_elsewhere(cur, &spec.handle)?;
+                }
+                Ok(plan)
+            }
             (_, None) => Err(Error::HandleNowhere {
                 handle: spec.handle.to_string(),
             }),
@@ -120,18 +126,7 @@ impl Mailroom<'_> {
         match existing.map(|p| p.policy) {
             None => {
                 if creator == Creator::Other {
-                    let names: Vec<Name> =
-                        self.store.projects()?.into_iter().map(|p| p.name).collect();
-                    if let Some(close) = closest(project, &names) {
-                        return Err(Error::CloseName {
-                            what: "project",
-                            written: project.to_string(),
-                            existing: close.to_string(),
-                            create: Box::new(Fix::AddProject {
-                                project: project.to_string(),
-                            }),
-                        });
-                    }
+                    self.check_new_project(project)?;
                 }
                 Ok(Plan {
                     address,
@@ -172,6 +167,70 @@ impl Mailroom<'_> {
                 suggestions: self.similar(project, handle)?,
             }),
         }
+    }
+
+    /// A bare handle new in the current project but one typo from an active member of another
+    /// project is that member mistyped, not a new mailbox.
+    fn check_not_close_elsewhere(&self, current: &Name, handle: &Name) -> Result<()> {
+        let mut others: Vec<Address> = Vec::new();
+        for p in self.store.projects()? {
+            if p.name == *current {
+                continue;
+            }
+            others.extend(
+                self.store
+                    .roster(&p.name)?
+                    .into_iter()
+                    .filter(|m| m.status == MemberStatus::Active)
+                    .map(|m| Address::in_project(m.handle, p.name.clone())),
+            );
+        }
+        let handles: Vec<Name> = others.iter().map(|a| a.handle.clone()).collect();
+        let Some(close) = closest(handle, &handles) else {
+            return Ok(());
+        };
+        let existing = others.iter().find(|a| a.handle == *close);
+        Err(Error::CloseName {
+            what: "mailbox",
+            written: Address::in_project(handle.clone(), current.clone()).to_string(),
+            existing: existing.map_or_else(|| close.to_string(), ToString::to_string),
+            create: Box::new(Fix::AddMember {
+                handle: handle.to_string(),
+                project: current.to_string(),
+            }),
+        })
+    }
+
+    /// A new project one typo from an existing one is refused: a typo is not a new project.
+    /// An existing project passes.
+    pub(crate) fn check_new_project(&self, project: &Name) -> Result<()> {
+        if self.store.project(project)?.is_some() {
+            return Ok(());
+        }
+        match self.close_project(project)? {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The did-you-mean error for `project` when an existing project's name is close to it.
+    fn close_project(&self, project: &Name) -> Result<Option<Error>> {
+        let names: Vec<Name> = self.store.projects()?.into_iter().map(|p| p.name).collect();
+        Ok(closest(project, &names).map(|close| Error::CloseName {
+            what: "project",
+            written: project.to_string(),
+            existing: close.to_string(),
+            create: Box::new(Fix::AddProject {
+                project: project.to_string(),
+            }),
+        }))
+    }
+
+    /// What to say about a project that does not exist: did-you-mean when one is close.
+    pub(crate) fn unknown_project(&self, project: &Name) -> Result<Error> {
+        Ok(self
+            .close_project(project)?
+            .unwrap_or_else(|| Error::ProjectNotFound(project.to_string())))
     }
 
     /// `address` with its names spelled as they were first written (an unknown name keeps
@@ -242,6 +301,7 @@ impl Mailroom<'_> {
 
     /// What must exist for `project` to take a post: the project itself.
     pub(crate) fn plan_project(&self, project: &Name) -> Result<Plan> {
+        self.check_new_project(project)?;
         let exists = self.store.project(project)?.is_some();
         Ok(Plan {
             address: Address::in_project(project.clone(), project.clone()),
@@ -449,7 +509,7 @@ impl Mailroom<'_> {
             if project.matches(crate::identity::DEFAULT_PROJECT) {
                 return Ok(vec![]);
             }
-            return Err(Error::ProjectNotFound(project.to_string()));
+            return Err(self.unknown_project(project)?);
         }
         self.store.roster(project)
     }
@@ -463,6 +523,7 @@ impl Mailroom<'_> {
         role: &str,
         status: MemberStatus,
     ) -> Result<Member> {
+        self.check_new_project(project)?;
         let handle = name("handle", handle)?;
         if handle.matches(crate::address::HUMAN) {
             return Err(Error::Invalid(
@@ -577,7 +638,7 @@ enum Creator {
 /// for `web`), or one edit away in names of five characters or more (two edits from nine).
 /// Short names are left alone (`r2` beside `s2`, `bob` beside `rob` are different agents),
 /// and so are names that differ only in their numbers (`agent-2` beside `agent-12`: a series).
-fn closest<'a>(new: &Name, existing: &'a [Name]) -> Option<&'a Name> {
+pub(crate) fn closest<'a>(new: &Name, existing: &'a [Name]) -> Option<&'a Name> {
     let want = new.as_str().to_ascii_lowercase();
     let series = |s: &str| {
         let mut out = String::new();

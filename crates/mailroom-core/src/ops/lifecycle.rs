@@ -3,7 +3,7 @@
 
 use crate::address::Address;
 use crate::error::{Error, Fix, Result};
-use crate::message::{Damaged, Kind, Listing, Message, MessageId, State, Stored};
+use crate::message::{Damaged, Kind, Listing, MessageId, State, Stored};
 use crate::ops::Mailroom;
 use crate::ops::send::{Draft, Sent};
 use crate::text::reply_subject;
@@ -213,8 +213,9 @@ impl Mailroom<'_> {
             draft.subject = Some(reply_subject(&original.message.subject));
         }
         draft.to = vec![original.message.from.to_string()];
+        // Only the operator closes its own copy of a hold request (by replying or `done`): an
+        // agent's answer is no permission, so HUMAN's copy stays open.
         let sent = self.send_in_thread(me, draft, Some(&original.message))?;
-        self.close_hold_request(me, &original.message)?;
         if original.message.is_channel_entry() {
             // A channel entry is not in the mailbox: nothing to close.
             return Ok((sent, false));
@@ -230,25 +231,6 @@ impl Mailroom<'_> {
             self.close(me, &original)?
         };
         Ok((sent, closed))
-    }
-
-    /// An answered hold request is no longer open in the operator's mailbox.
-    fn close_hold_request(&self, me: &Address, original: &Message) -> Result<()> {
-        let human = Address::human();
-        if original.kind != Kind::HoldRequest || *me == human {
-            return Ok(());
-        }
-        for from in [State::Unread, State::Read] {
-            if self
-                .store
-                .transition(&human, &[(original.id, from)], State::Done)?
-                .first()
-                == Some(&true)
-            {
-                break;
-            }
-        }
-        Ok(())
     }
 
     fn close(&self, me: &Address, stored: &Stored) -> Result<bool> {

@@ -23,9 +23,10 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                     "channels": list.iter().map(|c| json!({"name": c.channel.name.as_str(), "entries": c.entries, "unseen": c.unseen})).collect::<Vec<_>>(),
                 }));
             } else if list.is_empty() {
-                crate::outln!(
-                    "Project '{project}' has no channels yet; `mailroom channel post NAME` starts one."
-                );
+                let post = ctx.words()?.command(&format!(
+                    "channel post NAME --project {project} --message TEXT"
+                ));
+                crate::outln!("Project '{project}' has no channels yet; `{post}` starts one.");
             } else {
                 let mut rows = vec![vec!["CHANNEL".into(), "ENTRIES".into(), "UNSEEN".into()]];
                 for c in &list {
@@ -41,25 +42,26 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
         ChannelAction::Post {
             name,
             content,
+            new,
             kind,
             idempotency_key,
         } => {
             let kind = super::kind(&kind)?;
             let priority = super::priority(&content.priority)?;
             let body = output::body(content.message)?;
-            let sent = mr.post(
-                &me,
-                &project,
-                &name,
-                Draft {
-                    to: vec![],
-                    subject: content.subject,
-                    body,
-                    kind,
-                    priority,
-                    idempotency_key,
-                },
-            )?;
+            let draft = Draft {
+                to: vec![],
+                subject: content.subject,
+                body,
+                kind,
+                priority,
+                idempotency_key,
+            };
+            let sent = if new {
+                mr.post_new(&me, &project, &name, draft)?
+            } else {
+                mr.post(&me, &project, &name, draft)?
+            };
             return super::send::print_sent(ctx, &sent, "posted", None);
         }
         ChannelAction::Read { name, limit } => {
@@ -115,7 +117,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
             }
         }
         ChannelAction::Export { name } => {
-            let text = mr.export_channel(&project, &name)?;
+            let text = mr.export_channel(&me, &project, &name)?;
             if ctx.json {
                 output::print_json(&json!({"channel": name, "mailbox_md": text}));
             } else {

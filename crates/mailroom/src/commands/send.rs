@@ -25,7 +25,11 @@ pub fn send(ctx: &mut Ctx, args: SendArgs) -> Result<()> {
         ctx.mailroom().broadcast(&me, &project, draft)?
     } else if let Some(channel) = args.channel {
         let project = ctx.channel_project(&me)?;
-        ctx.mailroom().post(&me, &project, &channel, draft)?
+        if args.new {
+            ctx.mailroom().post_new(&me, &project, &channel, draft)?
+        } else {
+            ctx.mailroom().post(&me, &project, &channel, draft)?
+        }
     } else {
         ctx.mailroom().send(&me, draft)?
     };

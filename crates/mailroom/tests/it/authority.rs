@@ -247,3 +247,43 @@ fn reading_a_channel_nobody_posted_to_is_not_found() {
     home.as_("web@shop", ["channel", "read", "all"]).ok();
     home.as_("web@shop", ["channel", "read", "run-42"]).ok();
 }
+
+#[test]
+fn a_typo_of_another_projects_member_or_of_a_project_creates_nothing() {
+    let home = Home::new();
+    home.send("backend@api", "db@api", "api exists");
+    home.send("a@website", "b@website", "website exists");
+    let before = home.tree();
+    let elsewhere = home
+        .as_("a@web", ["send", "--to", "bakcend", "-m", "hi"])
+        .fails(3);
+    assert_eq!(
+        elsewhere.stderr,
+        "error: there is no mailbox 'bakcend@web', and 'backend@api' is close to it (did you mean 'backend@api'?); to create 'bakcend@web' anyway, run `mailroom roster add bakcend --project web` first\n"
+    );
+    let project_typo = "error: there is no project 'webiste', and 'website' is close to it (did you mean 'website'?); to create 'webiste' anyway, run `mailroom projects add webiste` first\n";
+    for args in [
+        &[
+            "--project",
+            "webiste",
+            "channel",
+            "post",
+            "notes",
+            "-m",
+            "x",
+        ][..],
+        &["--project", "webiste", "roster", "add", "carol"],
+    ] {
+        for who in ["HUMAN", "a@website"] {
+            let run = home.as_(who, args).fails(3);
+            assert_eq!(run.stderr, project_typo, "{who} {args:?}");
+        }
+    }
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+    // Creating on purpose still works.
+    home.as_("a@web", ["roster", "add", "bakcend"]).ok();
+    home.send("a@web", "bakcend", "now it exists");
+    home.as_("HUMAN", ["projects", "add", "webiste"]).ok();
+    home.as_("HUMAN", ["--project", "webiste", "roster", "add", "carol"])
+        .ok();
+}

@@ -313,3 +313,186 @@ fn a_body_faking_an_entry_header_is_not_a_second_entry_after_export_and_import()
         );
     }
 }
+
+#[test]
+fn an_agents_reply_to_a_hold_request_leaves_the_operators_copy_open() {
+    let home = Home::new();
+    home.send("a@w", "c@w", "init");
+    home.as_(
+        "a@w",
+        [
+            "send",
+            "--broadcast",
+            "--kind",
+            "HOLD_REQUEST",
+            "-m",
+            "May I drop the prod table?",
+        ],
+    )
+    .ok();
+    let pending = |home: &Home| home.as_("HUMAN", ["--json", "inbox"]).json()["messages"].clone();
+    let first = pending(&home);
+    let id = first[0]["id"]
+        .as_str()
+        .expect("HUMAN has the request")
+        .to_owned();
+    for keep_open in [true, false] {
+        let mut args = vec!["reply", &id, "-m", "sure"];
+        if keep_open {
+            args.push("--keep-open");
+        }
+        home.as_("c@w", &args).ok();
+        assert_eq!(
+            pending(&home).as_array().map(Vec::len),
+            Some(1),
+            "only the operator closes its copy (keep_open: {keep_open})"
+        );
+    }
+    home.as_("HUMAN", ["reply", &id, "-m", "no"]).ok();
+    assert_eq!(
+        pending(&home),
+        serde_json::json!([]),
+        "the operator's answer closes it"
+    );
+}
+
+#[test]
+fn reading_another_projects_channel_leaves_its_namesakes_broadcasts() {
+    let home = Home::new();
+    home.send("alice@api", "bob@api", "api exists");
+    broadcast(&home, "alice@api", "api news");
+    home.as_(
+        "bob@web",
+        [
+            "channel",
+            "post",
+            "notes",
+            "--project",
+            "api",
+            "-m",
+            "from web",
+        ],
+    )
+    .ok();
+    let visitor = home
+        .as_(
+            "bob@web",
+            ["--json", "channel", "read", "all", "--project", "api"],
+        )
+        .json();
+    assert_eq!(visitor["messages"].as_array().map(Vec::len), Some(1));
+    let again = home
+        .as_(
+            "bob@web",
+            ["--json", "channel", "read", "all", "--project", "api"],
+        )
+        .json();
+    assert_eq!(
+        again["messages"].as_array().map(Vec::len),
+        Some(1),
+        "a reader from another project has no seen set there: it marks nothing"
+    );
+    let inbox = home.as_("bob@api", ["--json", "inbox"]).json();
+    let bodies: Vec<&str> = inbox["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["body"].as_str())
+        .collect();
+    assert_eq!(bodies, vec!["api exists", "api news"]);
+    let notes = home
+        .as_("bob@api", ["--json", "channel", "read", "notes"])
+        .json();
+    assert_eq!(
+        notes["messages"][0]["body"], "from web",
+        "bob@web's post is not marked seen for bob@api"
+    );
+}
+
+#[test]
+fn channel_commands_on_a_project_that_does_not_exist_are_not_found() {
+    let home = Home::new();
+    home.as_("api@website", ["channel", "post", "notes", "-m", "x"])
+        .ok();
+    let typo = "error: there is no project 'webiste', and 'website' is close to it (did you mean 'website'?); to create 'webiste' anyway, run `mailroom projects add webiste` first\n";
+    for args in [
+        &["channel", "read", "all"][..],
+        &["channel", "list"],
+        &["channel", "export", "all"],
+        &["channel", "show", "notes"],
+    ] {
+        let run = home
+            .as_("HUMAN", ["--project", "webiste"])
+            .args(args)
+            .fails(3);
+        assert_eq!(run.stderr, typo, "{args:?}");
+        let far = home
+            .as_("HUMAN", ["--project", "elsewhere"])
+            .args(args)
+            .fails(3);
+        assert_eq!(
+            far.stderr,
+            "error: project 'elsewhere' does not exist; create it with `mailroom projects add elsewhere`\n",
+            "{args:?}"
+        );
+    }
+    // The implicit default project, and a member's own project before its first send, are
+    // empty, not missing.
+    let empty = home.as_("HUMAN", ["channel", "list"]).ok();
+    assert_eq!(
+        empty.stdout,
+        "Project 'default' has no channels yet; `mailroom --as HUMAN channel post NAME --project default --message TEXT` starts one.\n"
+    );
+    home.as_("new@fresh", ["channel", "read", "all"]).ok();
+}
+
+#[test]
+fn a_channel_is_shown_with_the_spelling_it_was_first_written_with() {
+    let home = Home::new();
+    home.as_("api@web", ["channel", "post", "notes", "-m", "x"])
+        .ok();
+    home.as_("ui@web", ["channel", "post", "NOTES", "-m", "y"])
+        .ok();
+    let read = home.as_("ui@web", ["channel", "read", "NoTeS"]).ok();
+    assert!(read.stdout.contains("#notes@web"), "{}", read.stdout);
+    let read = home
+        .as_("ops@web", ["--json", "channel", "read", "NoTeS"])
+        .json();
+    assert_eq!(read["channel"], "notes");
+    assert_eq!(read["messages"][1]["channel"], "notes", "{read}");
+    assert!(!read.to_string().contains("NOTES"), "{read}");
+}
+
+#[test]
+fn a_channel_one_typo_from_another_is_started_only_on_purpose() {
+    let home = Home::new();
+    home.as_("api@web", ["channel", "post", "notes", "-m", "x"])
+        .ok();
+    let before = home.tree();
+    for args in [
+        &["channel", "post", "ntoes", "-m", "y"][..],
+        &["send", "--channel", "ntoes", "-m", "y"],
+    ] {
+        let run = home.as_("api@web", args).fails(3);
+        assert_eq!(
+            run.stderr,
+            "error: project 'web' has no channel 'ntoes', and 'notes' is close to it (did you mean 'notes'?); to start 'ntoes' anyway, post to it as a new channel (--new)\n",
+            "{args:?}"
+        );
+    }
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+    home.as_("api@web", ["channel", "post", "ntoes", "--new", "-m", "y"])
+        .ok();
+    home.as_(
+        "api@web",
+        ["send", "--channel", "notse", "--new", "-m", "y"],
+    )
+    .ok();
+    home.as_(
+        "api@web",
+        ["channel", "post", "ntoes", "-m", "now it exists"],
+    )
+    .ok();
+    home.as_("api@web", ["channel", "post", "run-43", "-m", "a series"])
+        .ok();
+}
