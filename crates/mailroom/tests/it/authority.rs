@@ -259,9 +259,13 @@ fn a_typo_of_another_projects_member_or_of_a_project_creates_nothing() {
         .fails(3);
     assert_eq!(
         elsewhere.stderr,
-        "error: there is no mailbox 'bakcend@web', and 'backend@api' is close to it (did you mean 'backend@api'?); to create 'bakcend@web' anyway, run `mailroom roster add bakcend --project web` first\n"
+        "error: there is no mailbox 'bakcend@web', and 'backend@api' is close to it (did you mean 'backend@api'?); to create 'bakcend@web' anyway, run `mailroom --as a@web roster add bakcend --project web` first\n"
     );
-    let project_typo = "error: there is no project 'webiste', and 'website' is close to it (did you mean 'website'?); to create 'webiste' anyway, run `mailroom projects add webiste` first\n";
+    let project_typo = |who: &str| {
+        format!(
+            "error: there is no project 'webiste', and 'website' is close to it (did you mean 'website'?); to create 'webiste' anyway, run `mailroom --as {who} --project webiste projects add webiste` first\n"
+        )
+    };
     for args in [
         &[
             "--project",
@@ -276,7 +280,7 @@ fn a_typo_of_another_projects_member_or_of_a_project_creates_nothing() {
     ] {
         for who in ["HUMAN", "a@website"] {
             let run = home.as_(who, args).fails(3);
-            assert_eq!(run.stderr, project_typo, "{who} {args:?}");
+            assert_eq!(run.stderr, project_typo(who), "{who} {args:?}");
         }
     }
     assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
