@@ -623,7 +623,11 @@ pub fn imports_follow_the_roster_and_only_human_imports_human_mail(store: &dyn S
         "",
         MemberStatus::Active,
     ));
-    assert_eq!(e.kind(), ErrorKind::Refused, "adding another, unless a member, is governing");
+    assert_eq!(
+        e.kind(),
+        ErrorKind::Refused,
+        "adding another, unless a member, is governing"
+    );
     let e = err(m.add_member(
         &addr("eve@sec"),
         &name("sec"),

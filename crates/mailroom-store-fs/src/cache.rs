@@ -98,12 +98,11 @@ pub fn save(bx: &Dir, entries: &[(&str, u64, &Stored)]) {
     let bytes = encode(entries);
     if bytes.len() > LIMIT.bytes {
         let _ = bx.remove(CACHE_FILE);
-    } else if let Ok(tmp) = bx.open_or_create(TMP) {
-        if let Ok(t) = tmp.write_temp(&bytes, Durability::Lazy) {
-            if tmp.rename(&t, bx, CACHE_FILE).is_err() {
-                let _ = tmp.remove(&t);
-            }
-        }
+    } else if let Ok(tmp) = bx.open_or_create(TMP)
+        && let Ok(t) = tmp.write_temp(&bytes, Durability::Lazy)
+        && tmp.rename(&t, bx, CACHE_FILE).is_err()
+    {
+        let _ = tmp.remove(&t);
     }
 }
 

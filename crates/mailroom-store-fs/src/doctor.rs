@@ -230,13 +230,13 @@ impl Doctor {
             else {
                 continue;
             };
-            if let Ok(cur) = message_from_bytes(&current, Some(old.message.id), &owner) {
-                if cur.message.revision > old.message.revision {
-                    return Ok(Some(format!(
-                        "{}.r{}.md",
-                        old.message.id, old.message.revision
-                    )));
-                }
+            if let Ok(cur) = message_from_bytes(&current, Some(old.message.id), &owner)
+                && cur.message.revision > old.message.revision
+            {
+                return Ok(Some(format!(
+                    "{}.r{}.md",
+                    old.message.id, old.message.revision
+                )));
             }
         }
         Ok(None)
@@ -318,15 +318,15 @@ impl Doctor {
                     continue;
                 };
                 let decoded = message_from_bytes(&bytes, id_of(&name), owner);
-                if let (Ok(d), Some(named)) = (&decoded, id_of(&name)) {
-                    if let Some(header) = d.header_id.filter(|h| *h != named) {
-                        self.report(
+                if let (Ok(d), Some(named)) = (&decoded, id_of(&name))
+                    && let Some(header) = d.header_id.filter(|h| *h != named)
+                {
+                    self.report(
                             path.clone(),
                             format!("says id {header} in its header but is named {named}; mailroom goes by the name"),
                             format!("set its header's id to {named}, or rename the file if the header is right"),
                             false,
                         );
-                    }
                 }
                 let id = match (&decoded, id_of(&name)) {
                     (_, Some(id)) => id,

@@ -23,10 +23,10 @@ const ARCHIVED: [State; 2] = [State::Done, State::Cancelled];
 /// The state directory of mailbox `bx` that holds the file `name`, if any.
 pub(crate) fn state_in(bx: &Dir, name: &str) -> Result<Option<State>, FsError> {
     for state in State::ALL {
-        if let Some(dir) = bx.open(state_dir_name(state))? {
-            if dir.exists(name)? {
-                return Ok(Some(state));
-            }
+        if let Some(dir) = bx.open(state_dir_name(state))?
+            && dir.exists(name)?
+        {
+            return Ok(Some(state));
         }
     }
     Ok(None)

@@ -164,13 +164,13 @@ pub fn check_seen(s: &Seen<'_>, ledger: &Ledger, p: &mut Problems) -> Option<Mar
                 ),
             );
         }
-        if let Some((to, _)) = ledger.corrections().get(s.id) {
-            if to != s.mailbox {
-                p.push(
-                    Category::Misdelivered,
-                    format!("{at}: CORRECTION {} was reported for {to}", s.id),
-                );
-            }
+        if let Some((to, _)) = ledger.corrections().get(s.id)
+            && to != s.mailbox
+        {
+            p.push(
+                Category::Misdelivered,
+                format!("{at}: CORRECTION {} was reported for {to}", s.id),
+            );
         }
         return None;
     }
@@ -230,16 +230,16 @@ pub fn check_seen(s: &Seen<'_>, ledger: &Ledger, p: &mut Problems) -> Option<Mar
             ),
         );
     }
-    if let Some(acked) = &send.id {
-        if acked != s.id {
-            p.push(
-                Category::Doubled,
-                format!(
-                    "{at}: send {marker}, acknowledged as {acked}, is also here as {}",
-                    s.id
-                ),
-            );
-        }
+    if let Some(acked) = &send.id
+        && acked != s.id
+    {
+        p.push(
+            Category::Doubled,
+            format!(
+                "{at}: send {marker}, acknowledged as {acked}, is also here as {}",
+                s.id
+            ),
+        );
     }
     Some(marker)
 }
@@ -264,13 +264,13 @@ pub fn check_listing(
             );
         }
     }
-    if let Some(m) = v["mailbox"].as_str() {
-        if m != mailbox {
-            p.push(
-                Category::Misdelivered,
-                format!("{what} of {mailbox} listed mailbox {m}"),
-            );
-        }
+    if let Some(m) = v["mailbox"].as_str()
+        && m != mailbox
+    {
+        p.push(
+            Category::Misdelivered,
+            format!("{what} of {mailbox} listed mailbox {m}"),
+        );
     }
     let Some(messages) = v["messages"].as_array() else {
         p.push(

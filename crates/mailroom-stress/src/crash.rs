@@ -474,21 +474,22 @@ fn one_trial(
         acknowledge(h, &op, &o, p);
     }
 
-    if killed && matches!(op.victim, Victim::Send | Victim::KeyedSend) {
-        if let Some(marker) = &op.marker {
-            let snap = Snapshot::scan(h.mr.home())?;
-            let reach = snap
-                .copies
-                .iter()
-                .filter(|c| {
-                    c.folder.is_state()
-                        && c.decoded.as_ref().is_ok_and(|m| {
-                            bodies::parse_marker(&m.body).is_some_and(|(mk, _)| &mk == marker)
-                        })
-                })
-                .count();
-            stats.send_reach[reach.min(2)] += 1;
-        }
+    if killed
+        && matches!(op.victim, Victim::Send | Victim::KeyedSend)
+        && let Some(marker) = &op.marker
+    {
+        let snap = Snapshot::scan(h.mr.home())?;
+        let reach = snap
+            .copies
+            .iter()
+            .filter(|c| {
+                c.folder.is_state()
+                    && c.decoded.as_ref().is_ok_and(|m| {
+                        bodies::parse_marker(&m.body).is_some_and(|(mk, _)| &mk == marker)
+                    })
+            })
+            .count();
+        stats.send_reach[reach.min(2)] += 1;
     }
     if killed && op.victim == Victim::KeyedSend {
         stats.retried += 1;

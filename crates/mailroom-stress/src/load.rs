@@ -417,10 +417,10 @@ fn reader_by_id(sh: &Shared<'_>) -> Result<()> {
         };
         match pick {
             Some(id) => {
-                if let Some((_, v)) = sh.run(me, &["read", &id], None, &[0, 4])? {
-                    if v.get("messages").is_some() {
-                        sh.check_listing(&v, me, "read", None);
-                    }
+                if let Some((_, v)) = sh.run(me, &["read", &id], None, &[0, 4])?
+                    && v.get("messages").is_some()
+                {
+                    sh.check_listing(&v, me, "read", None);
                 }
                 if rng.chance(50) {
                     done(sh, me, &id)?;
@@ -557,14 +557,14 @@ fn poster(sh: &Shared<'_>, n: usize) -> Result<()> {
             None,
             &[0],
         );
-        if let Some((_, v)) = posted? {
-            if let Some(id) = v["id"].as_str() {
-                sh.channel
-                    .posted
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(id.to_owned(), body);
-            }
+        if let Some((_, v)) = posted?
+            && let Some(id) = v["id"].as_str()
+        {
+            sh.channel
+                .posted
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(id.to_owned(), body);
         }
     }
     sh.channel.posting.store(false, Ordering::SeqCst);

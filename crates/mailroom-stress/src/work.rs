@@ -65,15 +65,15 @@ impl Work {
     /// Flushes the journal; keeps the directory when the run failed or `--keep` asked for it.
     pub fn close(mut self, passed: bool) -> Result<()> {
         self.journal.flush()?;
-        if !passed || self.keep {
-            if let Some(dir) = self.dir.take() {
-                let kept = dir.keep();
-                eprintln!(
-                    "kept the homes and the journal in {} (journal: {})",
-                    kept.display(),
-                    self.journal.path().display()
-                );
-            }
+        if (!passed || self.keep)
+            && let Some(dir) = self.dir.take()
+        {
+            let kept = dir.keep();
+            eprintln!(
+                "kept the homes and the journal in {} (journal: {})",
+                kept.display(),
+                self.journal.path().display()
+            );
         }
         Ok(())
     }

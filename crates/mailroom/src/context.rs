@@ -10,6 +10,7 @@ use mailroom_core::{Address, Error, Mailroom, Name, Sessions as _};
 use mailroom_store_fs::FsStore;
 
 use crate::cli::Cli;
+use crate::files::ReadError;
 
 /// The process environment mailroom reads, gathered once so tests and the demo can set it.
 #[derive(Clone, Debug, Default)]
@@ -43,11 +44,26 @@ pub struct Ctx {
     pub json: bool,
     /// Lazily resolved identity (commands that need none never pay for it).
     identity: Option<Option<Identity>>,
+    /// The JSON document a command had ready when it failed: printed with the error object
+    /// inside, so stdout holds one document.
+    pub failed_report: Option<serde_json::Value>,
 }
 
 impl Ctx {
     pub fn new(cli: &Cli, env: &Env) -> Result<Ctx> {
         let home = match (&cli.home, &env.home) {
+            (Some(h), _)
+                if h.as_os_str().is_empty() || h.as_os_str().as_encoded_bytes()[0] == b'-' =>
+            {
+                // `-` reads as "standard input" and `-x` as a flag: both are slips, never a
+                // directory meant to hold mail.
+                return Err(Error::Invalid(format!(
+                    "--home '{}' is not a directory name; give a path (./{} if that is really the name)",
+                    h.display(),
+                    h.display()
+                ))
+                .into());
+            }
             // A path typed on the command line means what the shell it was typed in means.
             (Some(h), _) => std::path::absolute(h)
                 .with_context(|| format!("cannot resolve --home {}", h.display()))?,
@@ -86,6 +102,7 @@ impl Ctx {
             },
             json: cli.json,
             identity: None,
+            failed_report: None,
         })
     }
 
@@ -132,7 +149,19 @@ impl Ctx {
         Ok(crate::words::CliWords::new(
             identity.as_ref(),
             self.home_flag.as_deref(),
+            self.inputs.flag_project.as_deref(),
         ))
+    }
+
+    /// The words for advice after a failure: without the identity when it cannot be had (the
+    /// failure may be about it).
+    pub fn words_for_advice(&mut self) -> crate::words::CliWords {
+        let identity = self.identity().ok().flatten();
+        crate::words::CliWords::new(
+            identity.as_ref(),
+            self.home_flag.as_deref(),
+            self.inputs.flag_project.as_deref(),
+        )
     }
 
     /// The identity, or the error that says how to get one.
@@ -157,12 +186,11 @@ impl Ctx {
 
     /// The project a roster or project command is about.
     pub fn project(&mut self) -> Result<Name> {
-        if self.inputs.flag_project.is_none() {
-            if let Ok(Some(i)) = identity::resolve(&self.inputs) {
-                if let Some(p) = i.address.project() {
-                    return Ok(p.clone());
-                }
-            }
+        if self.inputs.flag_project.is_none()
+            && let Ok(Some(i)) = identity::resolve(&self.inputs)
+            && let Some(p) = i.address.project()
+        {
+            return Ok(p.clone());
         }
         Ok(identity::project_of(&self.inputs)?)
     }
@@ -192,34 +220,14 @@ fn find_repo(cwd: &Path) -> Result<Option<(Repo, Option<String>)>> {
     // Opened without blocking and checked on the descriptor, so a FIFO or device there is a
     // clear error instead of a hang; a settings file is a few lines, so the read is bounded.
     const MAX_CONFIG_BYTES: u64 = 64 * 1024;
-    use rustix::fs::{FileType, Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-    let config = match rustix::fs::open(&config_path, flags, Mode::empty()) {
-        Ok(fd) => {
-            let cannot_read = || format!("cannot read {}", config_path.display());
-            let st = rustix::fs::fstat(&fd)
-                .map_err(std::io::Error::from)
-                .with_context(cannot_read)?;
-            if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-                return Err(Error::Invalid(format!(
-                    "{} is not a regular file (a FIFO, device or directory); mailroom reads its settings only from a regular file",
+    let config = match crate::files::read_regular(&config_path, MAX_CONFIG_BYTES, true) {
+        Ok(contents) => {
+            let text = String::from_utf8(contents.bytes).map_err(|_| {
+                Error::Invalid(format!(
+                    "{} is not UTF-8 text; it takes the keys project, handle and url",
                     config_path.display()
                 ))
-                .into());
-            }
-            let mut text = String::new();
-            std::io::Read::read_to_string(
-                &mut std::io::Read::take(std::fs::File::from(fd), MAX_CONFIG_BYTES + 1),
-                &mut text,
-            )
-            .with_context(cannot_read)?;
-            if text.len() as u64 > MAX_CONFIG_BYTES {
-                return Err(Error::Invalid(format!(
-                    "{} is over {MAX_CONFIG_BYTES} bytes; it takes the keys project, handle and url",
-                    config_path.display()
-                ))
-                .into());
-            }
+            })?;
             toml::from_str::<RepoConfig>(&text).map_err(|e| {
                 Error::Invalid(format!(
                     "{} is not valid: {}; it takes the keys project, handle and url",
@@ -228,10 +236,23 @@ fn find_repo(cwd: &Path) -> Result<Option<(Repo, Option<String>)>> {
                 ))
             })?
         }
-        Err(rustix::io::Errno::NOENT) => RepoConfig::default(),
-        Err(e) => {
-            return Err(std::io::Error::from(e))
-                .with_context(|| format!("cannot read {}", config_path.display()));
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => RepoConfig::default(),
+        Err(ReadError::NotRegular(_)) => {
+            return Err(Error::Invalid(format!(
+                "{} is not a regular file (a FIFO, device or directory); mailroom reads its settings only from a regular file",
+                config_path.display()
+            ))
+            .into());
+        }
+        Err(ReadError::TooLarge(_)) => {
+            return Err(Error::Invalid(format!(
+                "{} is over {MAX_CONFIG_BYTES} bytes; it takes the keys project, handle and url",
+                config_path.display()
+            ))
+            .into());
+        }
+        Err(ReadError::Io(e)) => {
+            return Err(e).with_context(|| format!("cannot read {}", config_path.display()));
         }
     };
     Ok(Some((

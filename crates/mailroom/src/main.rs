@@ -3,6 +3,7 @@
 mod cli;
 mod commands;
 mod context;
+mod files;
 mod output;
 mod words;
 
@@ -15,18 +16,36 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            if !e.use_stderr() {
+                return ExitCode::SUCCESS; // --help, --version
+            }
+            // The arguments did not parse, so `--json` is looked for among them as typed.
+            if std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json")
+            {
+                let rendered = e.render().to_string();
+                let first = rendered.lines().next().unwrap_or_default();
+                let message = first.strip_prefix("error: ").unwrap_or(first);
+                output::print_json(&serde_json::json!({
+                    "error": {"code": 2, "kind": "usage", "message": message}
+                }));
+            }
+            return ExitCode::from(2);
         }
     };
     let json = cli.json;
     match commands::run(cli, &context::Env::from_process()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => report(&e, json),
+        Err(failure) => report(failure, json),
     }
 }
 
-/// Prints the error as one sentence (and as JSON on stdout with `--json`); returns its code.
-fn report(e: &anyhow::Error, json: bool) -> ExitCode {
+/// Prints the error as one sentence (and as JSON on stdout with `--json`, inside the report the
+/// command had ready, if any); returns its code.
+fn report(failure: commands::Failure, json: bool) -> ExitCode {
+    let e = &failure.error;
     let (code, kind) = match e.downcast_ref::<mailroom_core::Error>().map(|e| e.kind()) {
         Some(k) => (k.code(), k.as_str()),
         None => (1, "failure"),
@@ -38,7 +57,7 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
         .and_then(|e| e.fix())
     {
         message.push_str("; ");
-        message.push_str(&words::CliWords::plain().fix_advice(&fix));
+        message.push_str(&failure.words.fix_advice(&fix));
     }
     if e.downcast_ref::<mailroom_core::Error>().is_none() {
         for cause in e.chain().skip(1) {
@@ -48,9 +67,15 @@ fn report(e: &anyhow::Error, json: bool) -> ExitCode {
     let message = mailroom_core::text::escape_controls(&message);
     eprintln!("error: {message}");
     if json {
-        output::print_json(&serde_json::json!({
-            "error": {"code": code, "kind": kind, "message": message}
-        }));
+        let error = serde_json::json!({"code": code, "kind": kind, "message": message});
+        let document = match failure.report {
+            Some(serde_json::Value::Object(mut fields)) => {
+                fields.insert("error".into(), error);
+                serde_json::Value::Object(fields)
+            }
+            _ => serde_json::json!({ "error": error }),
+        };
+        output::print_json(&document);
     }
     ExitCode::from(code)
 }

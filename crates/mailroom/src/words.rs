@@ -1,6 +1,6 @@
 //! The command line's words for the next steps a reader can take: the commands to type. They
-//! name `--as` and `--home` when those came from flags, because a command copied from the hint
-//! into a fresh shell would otherwise act as someone else, or in another home.
+//! name `--home`, `--as` and `--project` when those came from flags, because a command copied
+//! from the hint into a fresh shell would otherwise act as someone else, or in another home.
 
 use std::path::Path;
 
@@ -13,26 +13,49 @@ use mailroom_core::render::Vocabulary;
 pub struct CliWords {
     /// `mailroom`, plus the flags the reader's context does not imply.
     program: String,
+    /// The same without `--project`, for commands that name their own project.
+    without_project: String,
+    /// `mailroom` with only `--home`: a step someone else (the operator, a member) takes.
+    someone_else: String,
 }
 
 impl CliWords {
-    pub fn new(identity: Option<&Identity>, home_flag: Option<&Path>) -> CliWords {
+    pub fn new(
+        identity: Option<&Identity>,
+        home_flag: Option<&Path>,
+        project_flag: Option<&str>,
+    ) -> CliWords {
         let mut program = String::from("mailroom");
         if let Some(home) = home_flag {
             program.push_str(" --home ");
             program.push_str(&shell_word(&home.display().to_string()));
         }
+        // A step asked of someone else (the operator, a member) runs as them, in this home.
+        let someone_else = program.clone();
         if let Some(i) = identity.filter(|i| i.source == Source::Flag) {
             program.push_str(" --as ");
             program.push_str(&shell_word(&i.address.to_string()));
         }
-        CliWords { program }
+        // The project completes a handle from MAILROOM_AS or the checkout, and picks the
+        // operator's channels: the copied command needs it as much as the reader had it.
+        let without_project = program.clone();
+        if let Some(project) = project_flag {
+            program.push_str(" --project ");
+            program.push_str(&shell_word(project));
+        }
+        CliWords {
+            program,
+            without_project,
+            someone_else,
+        }
     }
 
     /// Plain `mailroom`, for advice that does not depend on who reads it.
     pub fn plain() -> CliWords {
         CliWords {
             program: "mailroom".into(),
+            without_project: "mailroom".into(),
+            someone_else: "mailroom".into(),
         }
     }
 
@@ -62,9 +85,21 @@ impl CliWords {
             Fix::Edit { id } => format!("edit {id}"),
             Fix::Cancel { id } => format!("cancel {id}"),
             Fix::Retract { id } => format!("retract {id}"),
-            Fix::Anyway(inner) | Fix::AskFor(inner) => return self.fix_command(inner),
+            Fix::Anyway(inner) => return self.fix_command(inner),
+            Fix::AskFor(inner) => {
+                let theirs = CliWords {
+                    program: self.someone_else.clone(),
+                    without_project: self.someone_else.clone(),
+                    someone_else: self.someone_else.clone(),
+                };
+                return theirs.fix_command(inner);
+            }
         };
-        self.command(&rest)
+        if rest.contains(" --project ") {
+            format!("{} {rest}", self.without_project)
+        } else {
+            self.command(&rest)
+        }
     }
 
     /// The step `fix` as advice ending an error sentence.
@@ -155,15 +190,22 @@ mod tests {
 
     #[test]
     fn hints_name_the_flags_a_copied_command_needs() {
-        let implied = CliWords::new(Some(&identity(Source::Env, "api@web")), None);
+        let implied = CliWords::new(Some(&identity(Source::Env, "api@web")), None, None);
         assert_eq!(implied.done("01X"), "mailroom done 01X");
         let flag = CliWords::new(
             Some(&identity(Source::Flag, "HUMAN")),
             Some(Path::new("/tmp/my home")),
+            None,
         );
         assert_eq!(
             flag.reply("01X"),
             "mailroom --home '/tmp/my home' --as HUMAN reply 01X --message \"...\""
         );
+        let project = CliWords::new(
+            Some(&identity(Source::GitToplevel, "bob@api")),
+            None,
+            Some("api"),
+        );
+        assert_eq!(project.done("01X"), "mailroom --project api done 01X");
     }
 }

@@ -141,19 +141,18 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
                 .iter()
                 .position(|l| !l.trim().is_empty())
                 .map(|p| i + 1 + p);
-            if let Some(n) = next {
-                if field(lines[n]).is_some() {
-                    starts.push((i, n));
-                }
+            if let Some(n) = next
+                && field(lines[n]).is_some()
+            {
+                starts.push((i, n));
             }
         }
     }
-    if starts.is_empty() || lines[..starts[0].0].iter().any(|l| field(l).is_some()) {
-        if let Some(first) = lines.iter().position(|l| field(l).is_some()) {
-            if starts.first().is_none_or(|s| first < s.0) {
-                starts.insert(0, (first, first));
-            }
-        }
+    if (starts.is_empty() || lines[..starts[0].0].iter().any(|l| field(l).is_some()))
+        && let Some(first) = lines.iter().position(|l| field(l).is_some())
+        && starts.first().is_none_or(|s| first < s.0)
+    {
+        starts.insert(0, (first, first));
     }
     let mut last_time = None;
     for (k, &(sep, first_field)) in starts.iter().enumerate() {

@@ -202,29 +202,29 @@ impl Mailroom<'_> {
         if let Some(plan) = &in_project {
             self.apply_plan(plan, now, &mut notices)?;
         }
-        if let Some(key) = &draft.idempotency_key {
-            if let KeyClaim::Existing(first) = self.store.claim_key(me, key, id)? {
-                let original = self.store.sent(me, first)?;
-                let message = original.unwrap_or_else(|| Message {
-                    id: first,
-                    thread: first,
-                    ..message.clone()
-                });
-                if self.store.append(&channel, &message)? {
-                    if let Some(r) = reader(me, &channel) {
-                        self.store.mark_seen(&channel, r, &[first])?;
-                    }
-                }
-                notices.push(format!(
+        if let Some(key) = &draft.idempotency_key
+            && let KeyClaim::Existing(first) = self.store.claim_key(me, key, id)?
+        {
+            let original = self.store.sent(me, first)?;
+            let message = original.unwrap_or_else(|| Message {
+                id: first,
+                thread: first,
+                ..message.clone()
+            });
+            if self.store.append(&channel, &message)?
+                && let Some(r) = reader(me, &channel)
+            {
+                self.store.mark_seen(&channel, r, &[first])?;
+            }
+            notices.push(format!(
                     "this idempotency key was used before; message {first} stands and nothing new was posted"
                 ));
-                return Ok(Sent {
-                    message,
-                    notices,
-                    duplicate: true,
-                    delivered_now: vec![],
-                });
-            }
+            return Ok(Sent {
+                message,
+                notices,
+                duplicate: true,
+                delivered_now: vec![],
+            });
         }
         // Its sender has seen it: a broadcast is never delivered back to the one who sent it,
         // not even to its own inbox running at the same moment (so the mark comes first).
@@ -553,14 +553,13 @@ impl Mailroom<'_> {
         fallback: &Name,
     ) -> std::result::Result<Address, String> {
         let w = written_address(written);
-        if let Ok(spec) = crate::address::AddressSpec::parse(&w) {
-            if spec.project.is_none() && !spec.is_human() {
-                if let Ok(found) = self.active_elsewhere(&spec.handle, None) {
-                    if let [only] = found.as_slice() {
-                        return Ok(only.address.clone());
-                    }
-                }
-            }
+        if let Ok(spec) = crate::address::AddressSpec::parse(&w)
+            && spec.project.is_none()
+            && !spec.is_human()
+            && let Ok(found) = self.active_elsewhere(&spec.handle, None)
+            && let [only] = found.as_slice()
+        {
+            return Ok(only.address.clone());
         }
         self.import_sender(written, fallback)
     }

@@ -68,10 +68,10 @@ impl Mailroom<'_> {
         if let Some(p) = &spec.project {
             return self.plan_in(p, &spec.handle);
         }
-        if let Some(cur) = current {
-            if let Some(m) = self.store.member(cur, &spec.handle)? {
-                return self.plan_with(cur, &spec.handle, Some(m), Creator::Other);
-            }
+        if let Some(cur) = current
+            && let Some(m) = self.store.member(cur, &spec.handle)?
+        {
+            return self.plan_with(cur, &spec.handle, Some(m), Creator::Other);
         }
         let elsewhere = self.active_elsewhere(&spec.handle, current)?;
         match (elsewhere.len(), current) {
@@ -326,12 +326,11 @@ impl Mailroom<'_> {
         if actor.is_human() {
             return Ok(());
         }
-        if actor.project() == Some(project) {
-            if let Some(m) = self.store.member(project, &actor.handle)? {
-                if m.status == MemberStatus::Active {
-                    return Ok(());
-                }
-            }
+        if actor.project() == Some(project)
+            && let Some(m) = self.store.member(project, &actor.handle)?
+            && m.status == MemberStatus::Active
+        {
+            return Ok(());
         }
         let roster = self.store.roster(project)?;
         if roster.iter().all(|m| m.status != MemberStatus::Active) {
@@ -480,13 +479,13 @@ impl Mailroom<'_> {
                 });
             }
         } else {
-            if let Some(cur) = current {
-                if let Some(m) = self.store.member(cur, &spec.handle)? {
-                    candidates.push(Candidate {
-                        address: Address::in_project(spec.handle.clone(), cur.clone()),
-                        reason: format!("{} member of the current project", m.status.as_str()),
-                    });
-                }
+            if let Some(cur) = current
+                && let Some(m) = self.store.member(cur, &spec.handle)?
+            {
+                candidates.push(Candidate {
+                    address: Address::in_project(spec.handle.clone(), cur.clone()),
+                    reason: format!("{} member of the current project", m.status.as_str()),
+                });
             }
             candidates.extend(self.active_elsewhere(&spec.handle, current)?);
         }

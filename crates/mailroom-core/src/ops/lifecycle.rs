@@ -132,10 +132,10 @@ impl Mailroom<'_> {
         let Some(p) = me.project() else {
             return Ok(None);
         };
-        if let Some(m) = self.store.member(p, &me.handle)? {
-            if m.status == crate::store::MemberStatus::Inactive {
-                return Ok(None);
-            }
+        if let Some(m) = self.store.member(p, &me.handle)?
+            && m.status == crate::store::MemberStatus::Inactive
+        {
+            return Ok(None);
         }
         Ok(Some(self.channel_ref(p, crate::message::BROADCAST)?))
     }

@@ -77,19 +77,19 @@ impl Mailroom<'_> {
                 action,
             });
         }
-        if let Some(project) = me.project() {
-            if let Some(entry) = self.find_in_channels(project, &p)? {
-                return Err(Error::Refused(format!(
-                    "message {} is an entry of channel {} posted by {}; channel entries are never edited or deleted, by anyone",
-                    entry.message.id,
-                    entry
-                        .message
-                        .channel
-                        .map(|c| c.to_string())
-                        .unwrap_or_default(),
-                    entry.message.from
-                )));
-            }
+        if let Some(project) = me.project()
+            && let Some(entry) = self.find_in_channels(project, &p)?
+        {
+            return Err(Error::Refused(format!(
+                "message {} is an entry of channel {} posted by {}; channel entries are never edited or deleted, by anyone",
+                entry.message.id,
+                entry
+                    .message
+                    .channel
+                    .map(|c| c.to_string())
+                    .unwrap_or_default(),
+                entry.message.from
+            )));
         }
         Err(Error::MessageNotFound {
             prefix: p,

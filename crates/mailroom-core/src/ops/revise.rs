@@ -179,14 +179,14 @@ impl Mailroom<'_> {
             };
             outcomes.push((to.clone(), state));
         }
-        if !cancelled_any {
-            if let Some((to, state)) = outcomes.iter().find(|(_, s)| *s != State::Cancelled) {
-                return Err(Error::NotCancellable {
-                    id: msg.id,
-                    recipient: to.clone(),
-                    state: *state,
-                });
-            }
+        if !cancelled_any
+            && let Some((to, state)) = outcomes.iter().find(|(_, s)| *s != State::Cancelled)
+        {
+            return Err(Error::NotCancellable {
+                id: msg.id,
+                recipient: to.clone(),
+                state: *state,
+            });
         }
         Ok(CancelReport {
             id: msg.id,

@@ -114,10 +114,10 @@ impl Mailroom<'_> {
 
         // Projects and mailboxes are created only once the message is delivered: a send that
         // fails, or a retry of a claimed key, leaves no new empty mailbox or project behind.
-        if let Some(key) = &draft.idempotency_key {
-            if let KeyClaim::Existing(first) = self.store.claim_key(me, key, id)? {
-                return self.redeliver(me, first, &message, &sender_plan, &plans);
-            }
+        if let Some(key) = &draft.idempotency_key
+            && let KeyClaim::Existing(first) = self.store.claim_key(me, key, id)?
+        {
+            return self.redeliver(me, first, &message, &sender_plan, &plans);
         }
         let mut delivered = Vec::new();
         deliver_all(self.store(), me, &message, &mut delivered)?;

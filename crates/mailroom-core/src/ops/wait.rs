@@ -28,11 +28,25 @@ impl WaitFor {
     /// The error a front end reports when nothing arrived within `waited`.
     pub fn timed_out(&self, waited: Duration) -> Error {
         let for_what = match (&self.from, &self.reply_to) {
-            (_, Some(id)) => format!("a reply to {id}"),
+            (_, Some(id)) => format!("reply to {id}"),
             (Some(f), None) => format!("mail from {f}"),
             (None, None) => "new mail".to_owned(),
         };
-        Error::Timeout(format!("no {for_what} arrived within {waited:?}"))
+        Error::Timeout(format!(
+            "no {for_what} arrived within {}",
+            human_duration(waited)
+        ))
+    }
+}
+
+/// `waited` as people write it: `0s`, `200ms`, `1s`, `2m`, `1h 30m`.
+fn human_duration(waited: Duration) -> String {
+    // Whole milliseconds: a wait is never timed finer, and `1.000213s` reads as noise.
+    let millis = u64::try_from(waited.as_millis()).unwrap_or(u64::MAX);
+    let rounded = Duration::from_millis(millis);
+    match jiff::SignedDuration::try_from(rounded) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => format!("{}s", rounded.as_secs()),
     }
 }
 
@@ -226,6 +240,31 @@ impl Mailroom<'_> {
                     }),
                 },
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod timed_out_tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_names_what_was_awaited_and_how_long_as_people_write_it() {
+        let reply = WaitFor {
+            from: None,
+            reply_to: Some("01ABC".into()),
+        };
+        for (waited, said) in [
+            (Duration::ZERO, "0s"),
+            (Duration::from_millis(200), "200ms"),
+            (Duration::from_secs(1), "1s"),
+            (Duration::from_secs(120), "2m"),
+            (Duration::from_secs(5400), "1h 30m"),
+        ] {
+            assert_eq!(
+                reply.timed_out(waited).to_string(),
+                format!("no reply to 01ABC arrived within {said}")
+            );
         }
     }
 }

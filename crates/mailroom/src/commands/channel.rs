@@ -153,7 +153,17 @@ pub fn retract(ctx: &mut Ctx, id: &str) -> Result<()> {
 
 /// A file's text, or the sentence that says why it cannot be read.
 pub fn read_text(path: &std::path::Path) -> Result<String> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    use crate::files::{MAX_IMPORT_FILE_BYTES, ReadError, read_regular};
+    // The user named it: a symbolic link is followed, anything but a regular file refused.
+    let bytes = match read_regular(path, MAX_IMPORT_FILE_BYTES, true) {
+        Ok(contents) => contents.bytes,
+        Err(ReadError::Io(e)) => {
+            return Err(e).with_context(|| format!("cannot read {}", path.display()));
+        }
+        Err(e) => {
+            return Err(Error::Invalid(format!("{} {}", path.display(), e.reason())).into());
+        }
+    };
     String::from_utf8(bytes).map_err(|e| {
         Error::Invalid(format!(
             "{} is not UTF-8 text (byte {} is not); convert it first",

@@ -26,7 +26,7 @@ impl Demo {
         crate::outln!("$ mailroom {}", shown.join(" "));
         let cli = Cli::try_parse_from(std::iter::once("mailroom").chain(args.iter().copied()))
             .context("a demo step is not a valid command line")?;
-        super::run(cli, &self.env)
+        super::run(cli, &self.env).map_err(|f| f.error)
     }
 
     /// The newest message `who` sent (the demo's way to learn ids, as a user reads them).

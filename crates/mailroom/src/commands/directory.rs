@@ -185,6 +185,15 @@ pub fn resolve(ctx: &mut Ctx, name: &str) -> Result<()> {
         output::print_json(&mailroom_json::resolution_json(name, &r));
         return Ok(());
     }
+    if let Some(e) = ambiguous {
+        // The candidates, and the error saying why none was chosen: never "no existing
+        // mailbox", which is what a new name gets.
+        crate::outln!("{name} -> one of {} mailboxes:", r.candidates.len());
+        for c in &r.candidates {
+            crate::outln!("  {} ({})", c.address, c.reason);
+        }
+        return Err(e.into());
+    }
     match &r.chosen {
         Some(c) => crate::outln!("{name} -> {} ({})", c.address, c.reason),
         None => crate::outln!("{name} -> no existing mailbox"),
@@ -199,5 +208,5 @@ pub fn resolve(ctx: &mut Ctx, name: &str) -> Result<()> {
     if let Some(note) = &r.note {
         crate::outln!("  {note}");
     }
-    ambiguous.map_or(Ok(()), |e| Err(e.into()))
+    Ok(())
 }

@@ -11,11 +11,17 @@ pub fn doctor(ctx: &mut Ctx, fix: bool) -> Result<()> {
     let findings = ctx.store.doctor(fix)?;
     let open = findings.iter().filter(|f| !f.fixed).count();
     if ctx.json {
-        output::print_json(&json!({
+        let report = json!({
             "home": ctx.store.describe(),
             "findings": findings.iter().map(|f| json!({"location": f.location, "problem": f.problem, "fix": f.fix, "fixed": f.fixed})).collect::<Vec<_>>(),
             "remaining": open,
-        }));
+        });
+        if open == 0 {
+            output::print_json(&report);
+        } else {
+            // Printed with the error object inside: one document on stdout.
+            ctx.failed_report = Some(report);
+        }
     } else {
         for f in &findings {
             let status = if f.fixed { "fixed" } else { "fix" };
@@ -32,9 +38,17 @@ pub fn doctor(ctx: &mut Ctx, fix: bool) -> Result<()> {
     }
     if open > 0 {
         let hint = if fix {
-            ""
+            String::new()
         } else {
-            "; `mailroom doctor --fix` repairs what is safe"
+            format!(
+                "; `{}` repairs what is safe",
+                ctx.words_for_advice().command("doctor --fix")
+            )
+        };
+        let above = if ctx.json {
+            "see the findings"
+        } else {
+            "see the lines above"
         };
         return Err(Error::store(
             format!(
@@ -42,7 +56,7 @@ pub fn doctor(ctx: &mut Ctx, fix: bool) -> Result<()> {
                 if open == 1 { "" } else { "s" },
                 if open == 1 { "s" } else { "" }
             ),
-            format!("see the lines above{hint}"),
+            format!("{above}{hint}"),
         )
         .into());
     }

@@ -56,10 +56,10 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
     };
     let input = read_input()?;
     let mut env = env.clone();
-    if let Some(cwd) = input.get("cwd").and_then(Value::as_str).map(PathBuf::from) {
-        if cwd.is_dir() {
-            env.cwd = Some(cwd);
-        }
+    if let Some(cwd) = input.get("cwd").and_then(Value::as_str).map(PathBuf::from)
+        && cwd.is_dir()
+    {
+        env.cwd = Some(cwd);
     }
     let stop_hook_active = input
         .get("stop_hook_active")

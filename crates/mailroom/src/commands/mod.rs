@@ -18,16 +18,45 @@ use mailroom_core::{Error, Priority};
 use crate::cli::{Cli, Command};
 use crate::context::{Ctx, Env};
 use crate::output;
+use crate::words::CliWords;
 
-pub fn run(cli: Cli, env: &Env) -> Result<()> {
+/// A command that failed: the error, with what reporting it needs.
+pub struct Failure {
+    pub error: anyhow::Error,
+    /// The words its advice is written in: the same as the hints of a successful run.
+    pub words: CliWords,
+    /// The JSON document the command had ready, to carry the error object (`--json`).
+    pub report: Option<serde_json::Value>,
+}
+
+impl Failure {
+    /// A failure before there is a context to name flags from.
+    fn plain(error: anyhow::Error) -> Failure {
+        Failure {
+            error,
+            words: CliWords::plain(),
+            report: None,
+        }
+    }
+}
+
+pub fn run(cli: Cli, env: &Env) -> Result<(), Failure> {
     if let Command::Demo = cli.command {
-        return demo::run();
+        return demo::run().map_err(Failure::plain);
     }
     if let Command::Hook { .. } = cli.command {
         hook::run(&cli, env);
         return Ok(());
     }
-    let mut ctx = Ctx::new(&cli, env)?;
+    let mut ctx = Ctx::new(&cli, env).map_err(Failure::plain)?;
+    run_in(&mut ctx, cli).map_err(|error| Failure {
+        error,
+        words: ctx.words_for_advice(),
+        report: ctx.failed_report.take(),
+    })
+}
+
+fn run_in(ctx: &mut Ctx, cli: Cli) -> Result<()> {
     let reads = reads_only(&cli.command);
     if reads != Reads::No && !ctx.store.exists()? {
         // A mistyped MAILROOM_HOME must not look like an empty mailbox, nor be created.
@@ -40,7 +69,7 @@ pub fn run(cli: Cli, env: &Env) -> Result<()> {
         }
         output::notices(&[missing]);
     }
-    dispatch(&mut ctx, cli.command)?;
+    dispatch(ctx, cli.command)?;
     ctx.record_claim()
 }
 
@@ -91,13 +120,15 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
 enum Reads {
     /// It writes, and creates the home.
     No,
-    /// It lists: the listing is empty, with a notice that there is no home.
+    /// It lists or waits: the listing is empty (the wait goes on), with a notice that there is
+    /// no home.
     Listing,
     /// It acts on a message that would have to be there: not found.
     Message,
 }
 
-/// Commands that only read (or change mail that must already exist) never create a home.
+/// Commands that only read or wait (or change mail that must already exist) never create a
+/// home.
 fn reads_only(command: &Command) -> Reads {
     use crate::cli::ChannelAction;
     match command {
@@ -116,7 +147,11 @@ fn reads_only(command: &Command) -> Reads {
         | Command::Recover { .. }
         | Command::Search { .. }
         | Command::Resolve { .. }
-        | Command::Doctor { .. } => Reads::Listing,
+        | Command::Doctor { .. }
+        // An agent may wait for its first mail before anyone sent any: it says there is no
+        // home yet, waits, and creates none.
+        | Command::Wait { .. }
+        | Command::Watch { .. } => Reads::Listing,
         Command::Channel {
             action:
                 ChannelAction::List

@@ -148,7 +148,7 @@ fn a_typo_is_not_a_new_mailbox() {
         .fails(3);
     assert_eq!(
         typo.stderr,
-        "error: there is no mailbox 'wbe@shop', and 'web@shop' is close to it (did you mean 'web@shop'?); to create 'wbe@shop' anyway, run `mailroom roster add wbe --project shop` first\n"
+        "error: there is no mailbox 'wbe@shop', and 'web@shop' is close to it (did you mean 'web@shop'?); to create 'wbe@shop' anyway, run `mailroom --as api@shop roster add wbe --project shop` first\n"
     );
     let project = home
         .as_("api@shop", ["send", "--to", "web@shpo", "-m", "hi"])
@@ -239,7 +239,7 @@ fn reading_a_channel_nobody_posted_to_is_not_found() {
         let run = home.as_("web@shop", args).fails(3);
         assert_eq!(
             run.stderr,
-            "error: project 'shop' has no channel 'run-24'; `mailroom channel list --project shop` lists them\n",
+            "error: project 'shop' has no channel 'run-24'; `mailroom --as web@shop channel list --project shop` lists them\n",
             "{args:?}"
         );
     }
@@ -259,9 +259,13 @@ fn a_typo_of_another_projects_member_or_of_a_project_creates_nothing() {
         .fails(3);
     assert_eq!(
         elsewhere.stderr,
-        "error: there is no mailbox 'bakcend@web', and 'backend@api' is close to it (did you mean 'backend@api'?); to create 'bakcend@web' anyway, run `mailroom roster add bakcend --project web` first\n"
+        "error: there is no mailbox 'bakcend@web', and 'backend@api' is close to it (did you mean 'backend@api'?); to create 'bakcend@web' anyway, run `mailroom --as a@web roster add bakcend --project web` first\n"
     );
-    let project_typo = "error: there is no project 'webiste', and 'website' is close to it (did you mean 'website'?); to create 'webiste' anyway, run `mailroom projects add webiste` first\n";
+    let project_typo = |who: &str| {
+        format!(
+            "error: there is no project 'webiste', and 'website' is close to it (did you mean 'website'?); to create 'webiste' anyway, run `mailroom --as {who} --project webiste projects add webiste` first\n"
+        )
+    };
     for args in [
         &[
             "--project",
@@ -276,7 +280,7 @@ fn a_typo_of_another_projects_member_or_of_a_project_creates_nothing() {
     ] {
         for who in ["HUMAN", "a@website"] {
             let run = home.as_(who, args).fails(3);
-            assert_eq!(run.stderr, project_typo, "{who} {args:?}");
+            assert_eq!(run.stderr, project_typo(who), "{who} {args:?}");
         }
     }
     assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
@@ -517,7 +521,7 @@ fn a_policy_conflict_suggests_only_a_step_the_actor_may_take() {
         .fails(4);
     assert!(
         run.stderr
-            .contains("change it with `mailroom projects set empty --policy open`"),
+            .contains("change it with `mailroom --as eve@other projects set empty --policy open`"),
         "{}",
         run.stderr
     );

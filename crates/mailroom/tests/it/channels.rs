@@ -414,7 +414,7 @@ fn channel_commands_on_a_project_that_does_not_exist_are_not_found() {
     let home = Home::new();
     home.as_("api@website", ["channel", "post", "notes", "-m", "x"])
         .ok();
-    let typo = "error: there is no project 'webiste', and 'website' is close to it (did you mean 'website'?); to create 'webiste' anyway, run `mailroom projects add webiste` first\n";
+    let typo = "error: there is no project 'webiste', and 'website' is close to it (did you mean 'website'?); to create 'webiste' anyway, run `mailroom --as HUMAN --project webiste projects add webiste` first\n";
     for args in [
         &["channel", "read", "all"][..],
         &["channel", "list"],
@@ -432,7 +432,7 @@ fn channel_commands_on_a_project_that_does_not_exist_are_not_found() {
             .fails(3);
         assert_eq!(
             far.stderr,
-            "error: project 'elsewhere' does not exist; create it with `mailroom projects add elsewhere`\n",
+            "error: project 'elsewhere' does not exist; create it with `mailroom --as HUMAN --project elsewhere projects add elsewhere`\n",
             "{args:?}"
         );
     }

@@ -691,3 +691,95 @@ fn a_configured_postgresql_store_is_refused_not_silently_replaced_by_files() {
     }
     assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
 }
+
+#[test]
+fn doctor_json_finding_problems_prints_one_document_and_names_the_home_flag() {
+    let home = Home::new();
+    home.send("alice", "bob", "hi");
+    let link = home
+        .path()
+        .join("projects/default/boxes/bob/unread/stray.md");
+    std::os::unix::fs::symlink("/etc/passwd", &link).unwrap();
+    let h = home.path().display().to_string();
+    let fix = format!("`mailroom --home {h} doctor --fix` repairs what is safe");
+    let run = home
+        .cmd(["--home", h.as_str(), "--json", "doctor"])
+        .fails(1);
+    let v: serde_json::Value =
+        serde_json::from_str(&run.stdout).expect("stdout is one JSON document");
+    assert_eq!(v["remaining"], 1);
+    assert_eq!(v["findings"][0]["location"], link.display().to_string());
+    assert_eq!(
+        v["error"],
+        serde_json::json!({
+            "code": 1,
+            "kind": "failure",
+            "message": format!("1 problem remains: see the findings; {fix}"),
+        })
+    );
+    let text = home.cmd(["--home", h.as_str(), "doctor"]).fails(1);
+    assert_eq!(
+        text.stderr,
+        format!("error: 1 problem remains: see the lines above; {fix}\n")
+    );
+}
+
+#[test]
+fn a_usage_error_under_json_prints_the_error_object() {
+    let home = Home::new();
+    let run = home
+        .as_("a@b", ["--json", "send", "--to", "c@b", "--bogus"])
+        .run();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).expect("stdout is JSON");
+    assert_eq!(
+        v,
+        serde_json::json!({"error": {"code": 2, "kind": "usage", "message": "unexpected argument '--bogus' found"}})
+    );
+    assert!(
+        run.stderr
+            .starts_with("error: unexpected argument '--bogus' found"),
+        "{}",
+        run.stderr
+    );
+    // Without --json, stdout stays empty.
+    let plain = home.as_("a@b", ["send", "--bogus"]).run();
+    assert_eq!((plain.code, plain.stdout.as_str()), (2, ""));
+    assert!(!home.path().exists());
+}
+
+#[test]
+fn a_home_flag_of_a_dash_or_nothing_is_refused_and_a_relative_one_is_the_shells() {
+    let home = Home::new();
+    let work = home.root().join("work");
+    for (args, shown) in [(&["--home", "-"][..], "-"), (&["--home=-x"], "-x")] {
+        let run = home
+            .as_(
+                "a",
+                args.iter()
+                    .copied()
+                    .chain(["send", "--to", "b", "-m", "hi"]),
+            )
+            .fails(2);
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: --home '{shown}' is not a directory name; give a path (./{shown} if that is really the name)\n"
+            )
+        );
+    }
+    let empty = home
+        .as_("a", ["--home", "", "send", "--to", "b", "-m", "hi"])
+        .run();
+    assert_eq!(empty.code, 2, "{}", empty.stderr);
+    assert_eq!(
+        std::fs::read_dir(&work).unwrap().count(),
+        0,
+        "nothing was created"
+    );
+    let sent = home
+        .as_("a", ["--home", "rel", "send", "--to", "b", "-m", "hi"])
+        .run();
+    assert_eq!(sent.code, 0, "{}", sent.stderr);
+    assert!(work.join("rel/projects/default/boxes/b/unread").is_dir());
+}

@@ -127,3 +127,35 @@ fn empty_as_flag_is_refused_not_replaced_by_the_git_identity() {
         .fails(2);
     assert_eq!(home.tree().0.len(), 0, "nothing was sent");
 }
+
+#[test]
+fn copied_hints_and_advice_act_as_the_reader_whose_project_came_from_the_flag() {
+    let home = Home::new();
+    let top = checkout(&home, "src/bob");
+    let id = home.send("alice@api", "bob@api", "ship it");
+    let inbox = home
+        .cmd(["--project", "api", "inbox"])
+        .current_dir(&top)
+        .stdout();
+    let done = format!("mailroom --project api done {id}");
+    assert!(
+        inbox.contains(&format!(
+            "-> reply: mailroom --project api reply {id} --message \"...\" | done: {done}\n"
+        )),
+        "{inbox}"
+    );
+    // The copied command, typed in the same checkout, marks bob@api's copy done.
+    home.cmd(done.split(' ').skip(1)).current_dir(&top).ok();
+    let done_copy = home
+        .path()
+        .join(format!("projects/api/boxes/bob/done/{id}.md"));
+    assert!(done_copy.exists(), "bob@api's copy is not done");
+    let missing = home
+        .cmd(["--project", "api", "read", "01ZZZZZZZZ"])
+        .current_dir(&top)
+        .fails(3);
+    assert_eq!(
+        missing.stderr,
+        "error: no message matching '01ZZZZZZZZ' for bob@api; list them with `mailroom --project api inbox`\n"
+    );
+}

@@ -95,12 +95,8 @@ fn a_fifo_in_the_mailbox_hangs_neither_inbox_nor_doctor_nor_the_session_start_ho
 
     let doctor = home.cmd(["--json", "doctor"]).run_within(LIMIT);
     assert_eq!(doctor.code, 1, "problems remain: {}", doctor.stderr);
-    // The report, then the error object of the failing exit.
-    let v: Value = serde_json::Deserializer::from_str(&doctor.stdout)
-        .into_iter()
-        .next()
-        .and_then(Result::ok)
-        .expect("doctor output is JSON");
+    let v: Value =
+        serde_json::from_str(&doctor.stdout).expect("doctor output is one JSON document");
     let mut special: Vec<String> = v["findings"]
         .as_array()
         .expect("findings")
@@ -170,5 +166,97 @@ fn a_2_gib_file_in_unread_costs_inbox_limit_1_nothing() {
                 huge.display()
             ),
         }])
+    );
+}
+
+#[test]
+fn an_import_reports_fifos_and_links_instead_of_hanging_on_them() {
+    let home = Home::new();
+    let root = home.root();
+    let not_regular =
+        "it is a FIFO (named pipe), not a regular file; mailroom reads only regular files; skipped";
+
+    // A FIFO named on the command line is refused, and nothing is written.
+    let fifo = root.join("mailbox.md");
+    mkfifo(&fifo);
+    let named = home
+        .as_("a@b", ["import", "mailbox-md", &fifo.display().to_string()])
+        .run_within(LIMIT);
+    assert_eq!(named.code, 2, "{}", named.stderr);
+    assert_eq!(
+        named.stderr,
+        format!(
+            "error: {} is a FIFO (named pipe), not a regular file; mailroom reads only regular files\n",
+            fifo.display()
+        )
+    );
+    assert!(!home.path().exists(), "the refused import wrote nothing");
+
+    // Inside a repo-mailbox tree: the FIFO and the link are reported, the message imported.
+    let inbox = root.join("rm/bob/inbox");
+    std::fs::create_dir_all(&inbox).unwrap();
+    std::fs::write(
+        inbox.join("2025-01-02T03-04-05Z_alice_hello.md"),
+        "---\nfrom: alice\nto: bob\nsubject: hello\ndate: 2025-01-02T03:04:05Z\n---\nhi bob\n",
+    )
+    .unwrap();
+    mkfifo(&inbox.join("2025-01-02T03-04-06Z_alice_pipe.md"));
+    std::os::unix::fs::symlink(
+        "/etc/passwd",
+        inbox.join("2025-01-02T03-04-07Z_alice_link.md"),
+    )
+    .unwrap();
+    let tree = home
+        .as_(
+            "a@b",
+            [
+                "--json",
+                "import",
+                "repo-mailbox",
+                &root.join("rm").display().to_string(),
+            ],
+        )
+        .run_within(LIMIT);
+    assert_eq!(tree.code, 0, "{}", tree.stderr);
+    let v: Value = serde_json::from_str(&tree.stdout).expect("one JSON document");
+    let problems: Vec<(String, String)> = v["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .map(|p| {
+            let file = p["file"].as_str().unwrap_or_default();
+            let name = file.rsplit('/').next().unwrap_or_default().to_owned();
+            (name, p["message"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    assert_eq!(
+        problems,
+        vec![
+            ("2025-01-02T03-04-06Z_alice_pipe.md".to_owned(), not_regular.to_owned()),
+            (
+                "2025-01-02T03-04-07Z_alice_link.md".to_owned(),
+                "it is a symbolic link, not a regular file; mailroom reads only regular files; skipped".to_owned()
+            ),
+        ],
+        "{}",
+        tree.stdout
+    );
+    assert_eq!(v["imported"], 1, "{}", tree.stdout);
+
+    // An m_AI_l registry that is a FIFO is reported, not mistaken for a project folder.
+    let common = root.join("common");
+    std::fs::create_dir(&common).unwrap();
+    mkfifo(&common.join("projects_config.md"));
+    let registry = home
+        .as_(
+            "a@b",
+            ["--json", "import", "m_ai_l", &common.display().to_string()],
+        )
+        .run_within(LIMIT);
+    assert_eq!(registry.code, 0, "{}", registry.stderr);
+    let v: Value = serde_json::from_str(&registry.stdout).expect("one JSON document");
+    assert_eq!(
+        v["problems"],
+        json!([{"file": common.join("projects_config.md").display().to_string(), "line": 1, "message": not_regular}])
     );
 }

@@ -203,7 +203,12 @@ fn a_bare_handle_active_in_two_projects_is_ambiguous() {
     for name in ["sam", "bob", "sam@ops", "HUMAN", "newcomer"] {
         out.push_str(&home.show(&home.as_("alice", ["resolve", name]).run()));
     }
-    // An ambiguous name is listed, and the exit code is the conflict's.
+    // An ambiguous name lists its candidates (it is no new mailbox), and the exit code is the
+    // conflict's.
+    assert!(
+        out.starts_with("[exit 5]\nsam -> one of 2 mailboxes:\n"),
+        "{out}"
+    );
     let json = home.as_("alice", ["--json", "resolve", "sam"]).fails(5);
     let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("one JSON document");
     assert_snapshot!("resolve", format!("{out}{}", home.redact_json(&v)));

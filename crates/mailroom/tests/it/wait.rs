@@ -96,7 +96,7 @@ fn wait_times_out_with_exit_6_and_changes_nothing() {
     let run = home.as_("bob", ["wait", "--timeout", "0.2"]).fails(6);
     assert_eq!(
         run.stderr,
-        "error: no new mail arrived within 200ms; wait again, or check `mailroom inbox`\n"
+        "error: no new mail arrived within 200ms; wait again, or check `mailroom --as bob@default inbox`\n"
     );
     assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
     let bad = home.as_("bob", ["wait", "--timeout", "soon"]).fails(2);
@@ -219,4 +219,41 @@ fn wait_started_before_the_home_exists_wakes_on_the_first_mail() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["messages"][0]["id"], id.as_str());
+}
+
+#[test]
+fn wait_in_a_fresh_setup_says_there_is_no_home_and_creates_none() {
+    let home = Home::new();
+    let run = home.as_("bob", ["wait", "--timeout", "1s"]).run();
+    assert_eq!(run.code, 6, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "note: there is no mailroom home at {}: nothing was ever sent there; check --home or MAILROOM_HOME (the first send creates it)\nerror: no new mail arrived within 1s; wait again, or check `mailroom --as bob@default inbox`\n",
+            home.path().display()
+        )
+    );
+    assert!(!home.path().exists(), "wait created the home");
+}
+
+#[test]
+fn a_timed_out_wait_for_a_reply_says_how_long_it_waited_as_people_write_it() {
+    let home = Home::new();
+    let question = home.send("alice", "bob", "which port?");
+    let before = home.tree();
+    for (timeout, said) in [("1s", "1s"), ("0", "0s")] {
+        let run = home
+            .as_(
+                "alice",
+                ["wait", "--reply-to", &question, "--timeout", timeout],
+            )
+            .fails(6);
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: no reply to {question} arrived within {said}; wait again, or check `mailroom --as alice@default inbox`\n"
+            )
+        );
+    }
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
 }

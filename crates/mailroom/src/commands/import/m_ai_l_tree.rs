@@ -11,8 +11,7 @@ use mailroom_core::interchange::{Disposition, Problem};
 use mailroom_core::ops::ImportReport;
 use mailroom_core::{Address, Mailroom, Name, Policy};
 
-use super::{FileReport, Progress, file_name_of, list_files, problem_only};
-use crate::commands::channel::{file_time, read_text};
+use super::{FileReport, Progress, file_name_of, list_files, problem_only, read_found_text};
 
 /// An m_AI_l COMMON_PATH (with projects_config.md and the HUMAN mailbox) or one project folder.
 pub(super) fn import(
@@ -24,9 +23,14 @@ pub(super) fn import(
     let mut reports = Vec::new();
     let mut projects: Vec<(Name, PathBuf, usize)> = Vec::new();
     let config = root.join("projects_config.md");
-    if config.is_file() {
-        let text = read_text(&config)?;
-        let mut report = ImportReport::default();
+    // Present in any form but a directory: a registry that cannot be read is reported, never
+    // mistaken for a project folder without one.
+    let has_config = std::fs::symlink_metadata(&config).is_ok_and(|m| !m.is_dir());
+    if has_config {
+        let (text, mut report) = match read_found_text(&config) {
+            Ok((text, _)) => (text, ImportReport::default()),
+            Err(problem) => (String::new(), problem_only(problem)),
+        };
         for row in m_ai_l::project_rows(&text) {
             let line = row.line;
             let Some(name) = row.handle.as_deref() else {
@@ -75,7 +79,7 @@ pub(super) fn import(
     }
     // The operator's mailbox sits next to projects_config.md; HUMAN's mailbox is unique, so
     // it is read once, outside any project, even when COMMON_PATH is also a project's folder.
-    let human_files: Vec<PathBuf> = if config.is_file() {
+    let human_files: Vec<PathBuf> = if has_config {
         list_files(root)
             .into_iter()
             .filter(|f| m_ai_l::is_human_mailbox(&file_name_of(f)))
@@ -178,7 +182,10 @@ fn project_folder(root: &Path, written: &str) -> Option<(PathBuf, bool)> {
 }
 
 fn import_roster(mr: &Mailroom<'_>, file: &Path, project: &Name) -> Result<ImportReport> {
-    let text = read_text(file)?;
+    let text = match read_found_text(file) {
+        Ok((text, _)) => text,
+        Err(problem) => return Ok(problem_only(problem)),
+    };
     let (rows, problems) = m_ai_l::roster_rows(&text);
     let mut report = ImportReport {
         problems,
@@ -213,8 +220,11 @@ fn import_mail(
     owner: &str,
     disposition: Disposition,
 ) -> Result<ImportReport> {
-    let text = read_text(file)?;
-    let (records, problems) = m_ai_l::mail_records(owner, disposition, &text, file_time(file));
+    let (text, modified) = match read_found_text(file) {
+        Ok(read) => read,
+        Err(problem) => return Ok(problem_only(problem)),
+    };
+    let (records, problems) = m_ai_l::mail_records(owner, disposition, &text, modified);
     let mut report = ImportReport {
         problems,
         ..ImportReport::default()

@@ -17,6 +17,7 @@ mod repo_mailbox;
 use super::channel::{file_time, read_text};
 use crate::cli::ImportFormat;
 use crate::context::Ctx;
+use crate::files::{Contents, MAX_IMPORT_FILE_BYTES};
 use crate::output;
 
 /// What one file gave.
@@ -152,14 +153,41 @@ fn print_file_reports(ctx: &Ctx, reports: &[FileReport]) -> Result<()> {
     Ok(())
 }
 
-/// The regular files of `dir`, sorted (none when it cannot be listed).
+/// The entries of `dir` that are not directories, sorted (none when it cannot be listed):
+/// regular files, and the links, FIFOs and devices a reader must report rather than open.
 pub(super) fn list_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .map(|rd| {
+            rd.filter_map(Result::ok)
+                // The entry's own type: a link to a directory is listed, and refused when read.
+                .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
         .unwrap_or_default();
-    files.retain(|p| p.is_file());
     files.sort();
     files
+}
+
+/// A file found in the walked tree, read without following a symbolic link and within
+/// `limit`; what cannot be read is that file's problem (reported, and the walk goes on).
+pub(super) fn read_found(path: &Path, limit: u64) -> Result<Contents, String> {
+    crate::files::read_regular(path, limit, false)
+        .map_err(|e| format!("it {}; skipped", e.reason()))
+}
+
+/// [`read_found`] for a whole text file, with the time it was last changed.
+pub(super) fn read_found_text(path: &Path) -> Result<(String, jiff::Timestamp), String> {
+    let contents = read_found(path, MAX_IMPORT_FILE_BYTES)?;
+    let modified = contents.modified.unwrap_or_else(jiff::Timestamp::now);
+    String::from_utf8(contents.bytes)
+        .map(|text| (text, modified))
+        .map_err(|e| {
+            format!(
+                "it is not UTF-8 text (byte {} is not); convert it first; skipped",
+                e.utf8_error().valid_up_to()
+            )
+        })
 }
 
 pub(super) fn problem_only(message: String) -> ImportReport {

@@ -10,8 +10,10 @@ use mailroom_core::interchange::{Disposition, Problem};
 use mailroom_core::ops::ImportReport;
 use mailroom_core::{Address, Mailroom, MessageId, Name};
 
-use super::{FileReport, Progress, file_name_of, list_files, problem_only};
-use crate::commands::channel::{file_time, read_text};
+use super::{
+    FileReport, Progress, file_name_of, list_files, problem_only, read_found, read_found_text,
+};
+use crate::files::MAX_MESSAGE_FILE_BYTES;
 
 /// A repo-mailbox root: `<repo>/inbox`, `<repo>/archive`, `_broadcast/{inbox,archive,seen}`.
 pub(super) fn import(
@@ -45,12 +47,21 @@ pub(super) fn import(
     let mut broadcasts: Vec<(String, MessageId, Name)> = Vec::new();
     for (file, repo, disposition) in work {
         progress.tick();
-        let bytes = std::fs::read(&file)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?;
+        let contents = match read_found(&file, MAX_MESSAGE_FILE_BYTES) {
+            Ok(c) => c,
+            Err(problem) => {
+                reports.push(FileReport {
+                    file: file.display().to_string(),
+                    report: problem_only(problem),
+                });
+                continue;
+            }
+        };
+        let modified = contents.modified.unwrap_or_else(jiff::Timestamp::now);
         let name = file_name_of(&file);
         let mut report = ImportReport::default();
         let outcome =
-            match repo_mailbox::record(&repo, &name, disposition, &bytes, file_time(&file)) {
+            match repo_mailbox::record(&repo, &name, disposition, &contents.bytes, modified) {
                 Ok((record, problems)) => {
                     report.problems = problems;
                     mr.import_record(importer, &record, Some(project), project)?
@@ -92,7 +103,16 @@ pub(super) fn import(
                 continue;
             }
         };
-        let text = read_text(&file)?;
+        let text = match read_found_text(&file) {
+            Ok((text, _)) => text,
+            Err(problem) => {
+                reports.push(FileReport {
+                    file: file.display().to_string(),
+                    report: problem_only(problem),
+                });
+                continue;
+            }
+        };
         let mut report = ImportReport::default();
         let mut ids = Vec::new();
         for (line, name) in repo_mailbox::seen_names(&text) {
