@@ -106,7 +106,19 @@ fn pending_cached(fs: &FsStore, mailbox: &Address) -> Result<Listing, FsError> {
             let before = out.messages.len();
             // Keyed by the inode of the file actually read, not the one listed: an edit
             // that replaced the file in between must not file its content under the old.
-            let read = read_one(mailbox, &dir, &name, Some(state), &mut out)?;
+            let damaged_before = out.damaged.len();
+            let mut read = read_one(mailbox, &dir, &name, Some(state), &mut out)?;
+            // Listed in unread/ but gone when read: a reader moved it on to read/ in between,
+            // after read/ was listed. It is still pending, so this listing must hold it (a
+            // `done --all` built on it would otherwise leave it behind).
+            if read.is_none()
+                && state == State::Unread
+                && out.messages.len() == before
+                && out.damaged.len() == damaged_before
+                && let Some(moved_on) = bx.open(state_dir_name(State::Read))?
+            {
+                read = read_one(mailbox, &moved_on, &name, Some(State::Read), &mut out)?;
+            }
             // Only well-named, readable files are cached; the rest are read every time.
             if let (Some(ino), Some(_)) = (read, id_of(&name)) {
                 keys.push((name, ino, before));

@@ -934,3 +934,44 @@ fn watching_creates_nothing_and_still_wakes_on_the_first_mail() {
         "the first broadcast woke the watch"
     );
 }
+
+/// Regression: `done --all` left pending mail behind when a reader moved a copy from unread/
+/// to read/ between the listing of the directories and the reading of the file. The window is
+/// narrow in one process; the load suite (two `r0` listers racing `done --all`) is where it
+/// showed, as "listed …, archived before it started".
+#[test]
+fn done_all_archives_every_copy_a_racing_reader_moves_on() {
+    let home = Home::new();
+    let m = home.ops();
+    let bob = addr("bob@web");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                m.inbox(&bob, None).expect("a racing inbox");
+            }
+        });
+        for round in 0..60 {
+            let sent: Vec<MessageId> = (0..5)
+                .map(|i| {
+                    m.send(
+                        &addr("alice@web"),
+                        draft("bob@web", &format!("{round}-{i}")),
+                    )
+                    .expect("send")
+                    .message
+                    .id
+                })
+                .collect();
+            m.done_all(&bob).expect("done --all");
+            for id in sent {
+                assert_eq!(
+                    home.store.state_of(&bob, id).expect("state"),
+                    Some(State::Done),
+                    "round {round}: a copy pending before done --all was left behind"
+                );
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+}
