@@ -6,6 +6,7 @@ Usage: python python_sdk.py PATH/TO/mailroom
 """
 
 import asyncio
+import importlib.metadata
 import os
 import sys
 import tempfile
@@ -17,6 +18,7 @@ from mcp.client.stdio import stdio_client
 BIN = sys.argv[1]
 passed = 0
 failed = 0
+protocol = "none"
 
 
 def check(what, ok, detail=""):
@@ -55,6 +57,7 @@ class Agent:
 
 
 async def run(home):
+    global protocol
     env = dict(os.environ, MAILROOM_HOME=home)
     env.pop("MAILROOM_AS", None)
 
@@ -63,7 +66,7 @@ async def run(home):
 
     async with stdio_client(params("alice@web")) as (ar, aw), stdio_client(params("bob@web")) as (br, bw):
         async with ClientSession(ar, aw) as a_s, ClientSession(br, bw) as b_s:
-            await a_s.initialize()
+            protocol = (await a_s.initialize()).protocol_version
             await b_s.initialize()
             alice, bob = Agent(a_s, "alice"), Agent(b_s, "bob")
             tools = await alice.list()
@@ -131,5 +134,5 @@ async def run(home):
 
 with tempfile.TemporaryDirectory() as home:
     asyncio.run(run(home))
-print(f"python-sdk: {passed} passed, {failed} failed")
+print(f"python-sdk {importlib.metadata.version('mcp')}, protocol {protocol}: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
