@@ -6,15 +6,18 @@
 //! the instant the kill lands depends on the machine); homes are replaced every few trials so
 //! a check costs O(trial), not O(run).
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use clap::Args;
+use serde_json::{Value, json};
 
 use crate::bodies::{self, Marker};
 use crate::check::{self, Category, Problems};
 use crate::disk::Snapshot;
 use crate::ledger::{Edit, EditOutcome, Ledger};
+use crate::mcp::{McpClient, tool_result};
 use crate::rng::Rng;
 use crate::runner::{Mailroom, Outcome};
 use crate::work::{Common, Work};
@@ -47,19 +50,36 @@ enum Victim {
     Reply,
     Edit,
     DoneAll,
+    /// A `mailroom mcp` server with three `write_mail` calls in flight.
+    McpSend,
+    /// The same with idempotency keys; each call left unanswered is made again through a
+    /// fresh server.
+    McpKeyedSend,
 }
 
+/// How many victims there are.
+const VICTIMS: usize = 7;
+
+/// The `write_mail` calls an MCP victim has in flight when it is killed.
+const MCP_CALLS: usize = 3;
+
 impl Victim {
-    const ALL: [Victim; 5] = [
+    const ALL: [Victim; VICTIMS] = [
         Victim::Send,
         Victim::KeyedSend,
         Victim::Reply,
         Victim::Edit,
         Victim::DoneAll,
+        Victim::McpSend,
+        Victim::McpKeyedSend,
     ];
 
     fn index(self) -> usize {
         self as usize
+    }
+
+    fn is_mcp(self) -> bool {
+        matches!(self, Victim::McpSend | Victim::McpKeyedSend)
     }
 }
 
@@ -73,6 +93,14 @@ struct Stats {
     acknowledged: usize,
     debris_cleaned: usize,
     operations: u64,
+    /// MCP victims: trials, calls made, calls answered before the kill.
+    mcp_trials: usize,
+    mcp_calls: usize,
+    mcp_answered: usize,
+    /// Unanswered `write_mail` calls by whether their recipient got a copy.
+    mcp_reach: [usize; 2],
+    /// Unanswered keyed calls made again through a fresh server.
+    mcp_resent: usize,
 }
 
 /// One home and what was done in it.
@@ -143,7 +171,7 @@ pub fn run(args: &CrashArgs) -> Result<bool> {
         crate::import_crash::run(&work, (trials / 10).max(5), &mut problems)?;
     problems.label_since(before, "imports");
     println!(
-        "crash: trials={trials} faults_injected={} completed_before_kill={} killed_sends_reaching(0/1/2 recipients)={}/{}/{} keyed_retries={} operations={} acknowledged={} debris_cleaned={} imports(trials={import_trials} killed={import_kills}) {problems} seed={} duration={:.1}s",
+        "crash: trials={trials} faults_injected={} completed_before_kill={} killed_sends_reaching(0/1/2 recipients)={}/{}/{} keyed_retries={} operations={} acknowledged={} debris_cleaned={} imports(trials={import_trials} killed={import_kills}) mcp(trials={} calls={} answered_before_kill={} unanswered_reaching(0/1)={}/{} keyed_resends={}) {problems} seed={} duration={:.1}s",
         stats.killed,
         stats.completed,
         stats.send_reach[0],
@@ -153,6 +181,12 @@ pub fn run(args: &CrashArgs) -> Result<bool> {
         stats.operations,
         stats.acknowledged,
         stats.debris_cleaned,
+        stats.mcp_trials,
+        stats.mcp_calls,
+        stats.mcp_answered,
+        stats.mcp_reach[0],
+        stats.mcp_reach[1],
+        stats.mcp_resent,
         work.seed,
         started.elapsed().as_secs_f64()
     );
@@ -180,7 +214,7 @@ fn retire(h: Home<'_>, stats: &mut Stats, passed: bool) -> Result<()> {
 }
 
 /// The median wall time of each victim, run to completion five times in a scratch home.
-fn calibrate(work: &Work) -> Result<[Duration; 5]> {
+fn calibrate(work: &Work) -> Result<[Duration; VICTIMS]> {
     let mut h = Home {
         mr: Mailroom::new(
             &work.bin,
@@ -191,12 +225,20 @@ fn calibrate(work: &Work) -> Result<[Duration; 5]> {
         ledger: Ledger::default(),
         seq: 0,
     };
-    let mut out = [Duration::ZERO; 5];
+    let mut out = [Duration::ZERO; VICTIMS];
     let mut rng = Rng::derive(work.seed, &[u64::MAX]);
     for v in Victim::ALL {
         let mut times = Vec::new();
         for _ in 0..5 {
             setup(&mut h, &mut rng, &mut Problems::default())?;
+            if v.is_mcp() {
+                let plan = plan_mcp(&mut h, &mut rng, v);
+                if let Ok((answers, took)) = run_mcp(&h, &plan, None)? {
+                    times.push(took);
+                    acknowledge_mcp(&mut h, &plan, &answers, &mut Problems::default());
+                }
+                continue;
+            }
             let Some(op) = prepare(&mut h, &mut rng, v) else {
                 continue;
             };
@@ -383,6 +425,8 @@ fn prepare(h: &mut Home<'_>, rng: &mut Rng, victim: Victim) -> Option<Op> {
             marker: None,
             target: None,
         }),
+        // Not a CLI command: `plan_mcp` plans these.
+        Victim::McpSend | Victim::McpKeyedSend => None,
     }
 }
 
@@ -430,25 +474,25 @@ fn acknowledge(h: &mut Home<'_>, op: &Op, o: &Outcome, p: &mut Problems) {
                 .collect();
             h.ledger.report_edit(id, outcomes);
         }
-        Victim::DoneAll => {}
+        Victim::DoneAll | Victim::McpSend | Victim::McpKeyedSend => {}
     }
 }
 
-/// One trial; returns its label for problem reports.
-fn one_trial(
+/// Starts a CLI operation and kills it; a killed keyed send is retried. Returns the trial's
+/// label, or `None` when the home had nothing to act on.
+fn cli_victim(
     h: &mut Home<'_>,
     rng: &mut Rng,
-    typical: &[Duration; 5],
+    victim: Victim,
+    typical: &[Duration; VICTIMS],
     stats: &mut Stats,
     p: &mut Problems,
-) -> Result<String> {
-    setup(h, rng, p)?;
-    let victim = Victim::ALL[rng.below(5) as usize];
+) -> Result<Option<String>> {
     let op = match prepare(h, rng, victim) {
         Some(op) => op,
         None => match prepare(h, rng, Victim::Send) {
             Some(op) => op,
-            None => return Ok("nothing to do".into()),
+            None => return Ok(None),
         },
     };
     let window = typical[op.victim.index()].mul_f64(1.25);
@@ -478,17 +522,7 @@ fn one_trial(
         && matches!(op.victim, Victim::Send | Victim::KeyedSend)
         && let Some(marker) = &op.marker
     {
-        let snap = Snapshot::scan(h.mr.home())?;
-        let reach = snap
-            .copies
-            .iter()
-            .filter(|c| {
-                c.folder.is_state()
-                    && c.decoded.as_ref().is_ok_and(|m| {
-                        bodies::parse_marker(&m.body).is_some_and(|(mk, _)| &mk == marker)
-                    })
-            })
-            .count();
+        let reach = copies_of(h, marker)?;
         stats.send_reach[reach.min(2)] += 1;
     }
     if killed && op.victim == Victim::KeyedSend {
@@ -497,6 +531,27 @@ fn one_trial(
             h.mr.run(Some(&op.who), &args, op.stdin.as_deref(), "retry")?;
         acknowledge(h, &op, &o, p);
     }
+    Ok(Some(label))
+}
+
+/// One trial; returns its label for problem reports.
+fn one_trial(
+    h: &mut Home<'_>,
+    rng: &mut Rng,
+    typical: &[Duration; VICTIMS],
+    stats: &mut Stats,
+    p: &mut Problems,
+) -> Result<String> {
+    setup(h, rng, p)?;
+    let victim = Victim::ALL[rng.below(VICTIMS as u64) as usize];
+    let label = if victim.is_mcp() {
+        mcp_victim(h, rng, victim, typical, stats, p)?
+    } else {
+        match cli_victim(h, rng, victim, typical, stats, p)? {
+            Some(label) => label,
+            None => return Ok("nothing to do".into()),
+        }
+    };
 
     let start = p.len();
     check::check_disk(&Snapshot::scan(h.mr.home())?, &h.ledger, p);
@@ -534,5 +589,197 @@ fn one_trial(
     }
     check::check_disk(&snap, &h.ledger, p);
     p.label_since(start, "after doctor --fix");
+    Ok(label)
+}
+
+/// How many copies of `marker`'s send are in a recipient's state folders now.
+fn copies_of(h: &Home<'_>, marker: &Marker) -> Result<usize> {
+    let snap = Snapshot::scan(h.mr.home())?;
+    Ok(snap
+        .copies
+        .iter()
+        .filter(|c| {
+            c.folder.is_state()
+                && c.decoded.as_ref().is_ok_and(|m| {
+                    bodies::parse_marker(&m.body).is_some_and(|(mk, _)| &mk == marker)
+                })
+        })
+        .count())
+}
+
+/// An MCP victim's calls: who its server is bound to, and each `write_mail` with the send it
+/// is planned as.
+struct McpPlan {
+    who: String,
+    calls: Vec<(Marker, Value)>,
+}
+
+/// Plans [`MCP_CALLS`] `write_mail` calls from one sender, each to one recipient (the tool
+/// takes one), keyed for [`Victim::McpKeyedSend`].
+fn plan_mcp(h: &mut Home<'_>, rng: &mut Rng, victim: Victim) -> McpPlan {
+    let from = SENDERS[rng.below(2) as usize];
+    let mut calls = Vec::new();
+    for _ in 0..MCP_CALLS {
+        let marker = h.next_marker(from);
+        let to = RECIPIENTS[rng.below(3) as usize];
+        let mut args = json!({
+            "sender": from,
+            "recipient": to,
+            "subject": bodies::subject(&marker),
+            "body": bodies::body(&marker, 1),
+        });
+        if victim == Victim::McpKeyedSend {
+            args["idempotency_key"] = format!("mcp-key-{}-{}", marker.from, marker.seq).into();
+        }
+        h.ledger
+            .plan_send(marker.clone(), vec![to.to_owned()], None);
+        calls.push((marker, args));
+    }
+    McpPlan {
+        who: from.to_owned(),
+        calls,
+    }
+}
+
+/// The answers that arrived, by call index, and how long the calls took.
+type McpRun = (HashMap<usize, Value>, Duration);
+
+/// Starts a server, completes the handshake, puts every planned call in flight at once, then
+/// either kills the server after `kill_after` or waits for every answer and closes it. Returns
+/// the answers that arrived, by call index, and how long the calls took; `Err` with the
+/// reason when the server failed to start or answer.
+fn run_mcp(
+    h: &Home<'_>,
+    plan: &McpPlan,
+    kill_after: Option<Duration>,
+) -> Result<std::result::Result<McpRun, String>> {
+    let mut server = match McpClient::start(&h.mr, &plan.who) {
+        Ok(s) => s,
+        Err(e) => return Ok(Err(format!("{e:#}"))),
+    };
+    let t = Instant::now();
+    let mut ids = Vec::new();
+    for (_, args) in &plan.calls {
+        ids.push(server.start_call("write_mail", args)?);
+    }
+    let mut answers = HashMap::new();
+    match kill_after {
+        Some(delay) => {
+            // The fault injection itself: a random instant within the calls' typical run.
+            std::thread::sleep(delay);
+            let mut arrived = server.kill()?;
+            for (i, id) in ids.iter().enumerate() {
+                if let Some(a) = arrived.remove(id) {
+                    answers.insert(i, a);
+                }
+            }
+        }
+        None => {
+            for (i, id) in ids.iter().enumerate() {
+                match server.answer(*id) {
+                    Ok(a) => {
+                        answers.insert(i, a);
+                    }
+                    Err(e) => return Ok(Err(format!("{e:#}"))),
+                }
+            }
+            let took = t.elapsed();
+            let o = server.close()?;
+            if !o.ok() {
+                return Ok(Err(format!(
+                    "mcp as {} on closing its stdin: {}",
+                    plan.who,
+                    o.describe()
+                )));
+            }
+            return Ok(Ok((answers, took)));
+        }
+    }
+    Ok(Ok((answers, t.elapsed())))
+}
+
+/// Teaches the ledger the sends whose answers arrived (each must be a success with an id).
+fn acknowledge_mcp(
+    h: &mut Home<'_>,
+    plan: &McpPlan,
+    answers: &HashMap<usize, Value>,
+    p: &mut Problems,
+) {
+    for (i, (marker, _)) in plan.calls.iter().enumerate() {
+        let Some(answer) = answers.get(&i) else {
+            continue;
+        };
+        match tool_result(answer) {
+            Ok(v) => match v["id"].as_str() {
+                Some(id) => {
+                    if let Err(e) = h.ledger.ack_send(marker, id) {
+                        p.push(Category::Doubled, e);
+                    }
+                }
+                None => p.push(
+                    Category::Failed,
+                    format!("write_mail {marker} returned no id: {v}"),
+                ),
+            },
+            Err(e) => p.push(Category::Failed, format!("write_mail {marker}: {e}")),
+        }
+    }
+}
+
+/// Starts an MCP server with its calls in flight and kills it; every call it answered is
+/// acknowledged, and for keyed calls every unanswered one is made again through a fresh server
+/// (it must then be delivered exactly once). Returns the trial's label.
+fn mcp_victim(
+    h: &mut Home<'_>,
+    rng: &mut Rng,
+    victim: Victim,
+    typical: &[Duration; VICTIMS],
+    stats: &mut Stats,
+    p: &mut Problems,
+) -> Result<String> {
+    let plan = plan_mcp(h, rng, victim);
+    let window = typical[victim.index()].mul_f64(1.25);
+    let delay = Duration::from_nanos(rng.below(window.as_nanos().max(1) as u64));
+    let label = format!(
+        "{victim:?} by {} ({} calls in flight), kill after {}µs",
+        plan.who,
+        plan.calls.len(),
+        delay.as_micros()
+    );
+    stats.mcp_trials += 1;
+    stats.mcp_calls += plan.calls.len();
+    let answers = match run_mcp(h, &plan, Some(delay))? {
+        Ok((answers, _)) => answers,
+        Err(e) => {
+            p.push(Category::Failed, e);
+            return Ok(label);
+        }
+    };
+    acknowledge_mcp(h, &plan, &answers, p);
+    stats.mcp_answered += answers.len();
+    if answers.len() == plan.calls.len() {
+        stats.completed += 1;
+    } else {
+        stats.killed += 1;
+    }
+    let unanswered: Vec<usize> = (0..plan.calls.len())
+        .filter(|i| !answers.contains_key(i))
+        .collect();
+    for &i in &unanswered {
+        let reach = copies_of(h, &plan.calls[i].0)?;
+        stats.mcp_reach[reach.min(1)] += 1;
+    }
+    if victim == Victim::McpKeyedSend && !unanswered.is_empty() {
+        let again = McpPlan {
+            who: plan.who.clone(),
+            calls: unanswered.iter().map(|&i| plan.calls[i].clone()).collect(),
+        };
+        stats.mcp_resent += again.calls.len();
+        stats.retried += again.calls.len();
+        match run_mcp(h, &again, None)? {
+            Ok((answers, _)) => acknowledge_mcp(h, &again, &answers, p),
+            Err(e) => p.push(Category::Failed, format!("resending through MCP: {e}")),
+        }
+    }
     Ok(label)
 }

@@ -19,6 +19,7 @@ use crate::bodies::{self, Marker};
 use crate::check::{self, Category, Problems};
 use crate::disk::{Folder, Snapshot};
 use crate::ledger::{Cancel, EditOutcome, Ledger};
+use crate::mcp::{McpClient, error_code, tool_result};
 use crate::rng::Rng;
 use crate::runner::{Mailroom, Outcome};
 use crate::work::{Common, Work};
@@ -36,6 +37,10 @@ pub struct LoadArgs {
     /// Sends per sender (default 1,000; 100 with --quick).
     #[arg(long)]
     pub sends: Option<usize>,
+    /// Long-lived `mailroom mcp` servers sending (write_mail) as many times each as a CLI
+    /// sender (default 2; 1 with --quick).
+    #[arg(long)]
+    pub mcp_senders: Option<usize>,
 }
 
 /// The mailboxes every sender writes to: r0 is listed and archived constantly, r1 listed a
@@ -45,6 +50,11 @@ const RECIPIENTS: [&str; 4] = ["r0@stress", "r1@stress", "r2@stress", "r3@stress
 
 fn sender_name(i: usize) -> String {
     format!("s{i}@stress")
+}
+
+/// The identity an MCP sender's server is bound to.
+fn mcp_sender_name(k: usize) -> String {
+    format!("m{k}@stress")
 }
 
 /// The run channel the channel workload posts to and reads, and who does it.
@@ -80,6 +90,10 @@ struct Stats {
     corrected: AtomicUsize,
     cancelled: AtomicUsize,
     refused: AtomicUsize,
+    mcp_servers: AtomicUsize,
+    mcp_calls: AtomicUsize,
+    mcp_acked: AtomicUsize,
+    mcp_listings: AtomicUsize,
 }
 
 fn bump(a: &AtomicUsize, n: usize) {
@@ -156,9 +170,10 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
         true => (args.senders.unwrap_or(4), args.sends.unwrap_or(100)),
         false => (args.senders.unwrap_or(8), args.sends.unwrap_or(1000)),
     };
+    let mcp_senders = args.mcp_senders.unwrap_or(if args.quick { 1 } else { 2 });
     let work = Work::new(&args.common, "load")?;
     println!(
-        "load: seed={} senders={senders} sends={per} bin={}",
+        "load: seed={} senders={senders} sends={per} mcp_senders={mcp_senders} bin={}",
         work.seed,
         work.bin.display()
     );
@@ -177,7 +192,7 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
         },
         ledger: Mutex::new(Ledger::default()),
         problems: Mutex::new(Problems::default()),
-        senders_left: AtomicUsize::new(senders),
+        senders_left: AtomicUsize::new(senders + mcp_senders),
         stats: Stats::default(),
     };
     std::thread::scope(|scope| -> Result<()> {
@@ -190,10 +205,19 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
                 r
             }));
         }
+        for k in 0..mcp_senders {
+            let sh = &sh;
+            handles.push(scope.spawn(move || {
+                let r = mcp_sender(sh, k, per);
+                sh.senders_left.fetch_sub(1, Ordering::SeqCst);
+                r
+            }));
+        }
         for n in 0..2 {
             let sh = &sh;
             handles.push(scope.spawn(move || lister(sh, n)));
         }
+        handles.push(scope.spawn(|| mcp_reader(&sh)));
         handles.push(scope.spawn(|| archiver(&sh)));
         handles.push(scope.spawn(|| reader_by_id(&sh)));
         for m in 0..2 {
@@ -226,7 +250,7 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
         .unwrap_or_else(PoisonError::into_inner);
     let st = &sh.stats;
     println!(
-        "load: operations={} acknowledged={} retries={} listings={} entries_checked={} edits(in place={} corrections={}) cancels(done={} refused={}) channel(posts={posts} shown={shown}) {problems} duration={:.1}s",
+        "load: operations={} acknowledged={} retries={} listings={} entries_checked={} edits(in place={} corrections={}) cancels(done={} refused={}) channel(posts={posts} shown={shown}) mcp(servers={} calls={} acknowledged={} listings={}) {problems} duration={:.1}s",
         sh.mr.runs(),
         ledger.acked_count(),
         get(&st.retries),
@@ -236,6 +260,10 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
         get(&st.corrected),
         get(&st.cancelled),
         get(&st.refused),
+        get(&st.mcp_servers),
+        get(&st.mcp_calls),
+        get(&st.mcp_acked),
+        get(&st.mcp_listings),
         started.elapsed().as_secs_f64()
     );
     let passed = problems.is_empty();
@@ -343,6 +371,196 @@ fn sender(sh: &Shared<'_>, i: usize, per: usize) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Starts a server bound to `me`, counting it; a server that fails to start is a problem.
+fn mcp_start<'a>(sh: &'a Shared<'a>, me: &str) -> Option<McpClient<'a>> {
+    match McpClient::start(&sh.mr, me) {
+        Ok(c) => {
+            bump(&sh.stats.mcp_servers, 1);
+            Some(c)
+        }
+        Err(e) => {
+            sh.problem(Category::Failed, format!("{e:#}"));
+            None
+        }
+    }
+}
+
+/// Closes a server as a client leaving does: it must exit 0.
+fn mcp_close(sh: &Shared<'_>, c: McpClient<'_>, me: &str) -> Result<()> {
+    bump(&sh.stats.mcp_calls, c.calls() as usize);
+    let o = c.close()?;
+    if !o.ok() {
+        sh.problem(
+            Category::Failed,
+            format!("mcp as {me} on closing its stdin: {}", o.describe()),
+        );
+    }
+    Ok(())
+}
+
+/// MCP sender `k`: one long-lived `mailroom --as m<k>@stress mcp` making `per` `write_mail`
+/// calls into the CLI senders' recipients, half naming the recipient as m_AI_l does (a handle
+/// within `project_handle`); some carry an idempotency key and are called again, which must
+/// give the same id back and deliver nothing new, exactly as for `send`.
+fn mcp_sender(sh: &Shared<'_>, k: usize, per: usize) -> Result<()> {
+    let me = mcp_sender_name(k);
+    let Some(mut server) = mcp_start(sh, &me) else {
+        return Ok(());
+    };
+    for seq in 0..per {
+        let mut rng = Rng::derive(sh.seed, &[5000 + k as u64, seq as u64]);
+        let to = RECIPIENTS[rng.below(4) as usize];
+        let key = rng
+            .chance(15)
+            .then(|| format!("mcp-key-{}-{k}-{seq}", sh.seed));
+        let marker = Marker {
+            from: me.clone(),
+            seq: seq as u64,
+        };
+        let mut args = if rng.chance(50) {
+            let handle = |a: &str| a.split('@').next().unwrap_or(a).to_owned();
+            serde_json::json!({"project_handle": "stress", "sender": handle(&me),
+                "recipient": handle(to)})
+        } else {
+            serde_json::json!({"sender": me, "recipient": to})
+        };
+        args["subject"] = bodies::subject(&marker).into();
+        args["body"] = bodies::body(&marker, 1).into();
+        if let Some(k) = &key {
+            args["idempotency_key"] = k.as_str().into();
+        }
+        sh.ledger()
+            .plan_send(marker.clone(), vec![to.to_owned()], None);
+        let attempts = if key.is_some() { 2 } else { 1 };
+        for attempt in 0..attempts {
+            let answer = match server.call("write_mail", &args) {
+                Ok(a) => a,
+                Err(e) => {
+                    // The server is gone or hung: nothing more can be sent through it.
+                    sh.problem(Category::Failed, format!("write_mail {marker}: {e:#}"));
+                    return mcp_close(sh, server, &me);
+                }
+            };
+            let v = match tool_result(&answer) {
+                Ok(v) => v,
+                Err(e) => {
+                    sh.problem(Category::Failed, format!("write_mail {marker}: {e}"));
+                    continue;
+                }
+            };
+            let Some(id) = v["id"].as_str() else {
+                sh.problem(
+                    Category::Failed,
+                    format!("write_mail {marker} returned no id: {v}"),
+                );
+                continue;
+            };
+            if v["duplicate"].as_bool() != Some(attempt > 0) {
+                sh.problem(
+                    Category::Doubled,
+                    format!(
+                        "write_mail {marker} attempt {} reported duplicate={}",
+                        attempt + 1,
+                        v["duplicate"]
+                    ),
+                );
+            }
+            if attempt > 0 {
+                bump(&sh.stats.retries, 1);
+            } else {
+                bump(&sh.stats.mcp_acked, 1);
+            }
+            if let Err(e) = sh.ledger().ack_send(&marker, id) {
+                sh.problem(Category::Doubled, e);
+            }
+        }
+    }
+    mcp_close(sh, server, &me)
+}
+
+/// An MCP reader, racing the two `inbox` loops on r0 through one long-lived server bound to
+/// r0: `read_mail` of up to 4, which archives what it shows (m_AI_l's way) or, half the time,
+/// leaves it pending (`no_archive`) and archives one of them with `mark_done`. Every listing
+/// goes through the checks a CLI listing does.
+fn mcp_reader(sh: &Shared<'_>) -> Result<()> {
+    let me = RECIPIENTS[0];
+    let mut rng = Rng::derive(sh.seed, &[1003]);
+    let Some(mut server) = mcp_start(sh, me) else {
+        return Ok(());
+    };
+    loop {
+        let last = sh.senders_done();
+        let archive = rng.chance(50);
+        let args = if archive {
+            serde_json::json!({"limit": 4})
+        } else {
+            serde_json::json!({"limit": 4, "no_archive": true})
+        };
+        let started = Instant::now();
+        let answer = match server.call("read_mail", &args) {
+            Ok(a) => a,
+            Err(e) => {
+                sh.problem(Category::Failed, format!("read_mail as {me}: {e:#}"));
+                break;
+            }
+        };
+        let exited = Instant::now();
+        match tool_result(&answer) {
+            Err(e) => sh.problem(Category::Failed, format!("read_mail as {me}: {e}")),
+            Ok(v) => {
+                let what = if archive {
+                    "read_mail"
+                } else {
+                    "read_mail no_archive"
+                };
+                sh.check_listing(&v, me, what, Some(started));
+                bump(&sh.stats.mcp_listings, 1);
+                let ids = listed_ids(&v);
+                if archive {
+                    // Every copy it showed was moved from read to done before it answered.
+                    let mut ledger = sh.ledger();
+                    for id in &ids {
+                        ledger.archived(me, id, exited);
+                    }
+                } else if !ids.is_empty() {
+                    let id = &ids[rng.below(ids.len() as u64) as usize];
+                    mcp_mark_done(sh, &mut server, me, id);
+                }
+            }
+        }
+        if last {
+            break;
+        }
+    }
+    mcp_close(sh, server, me)
+}
+
+/// `mark_done` of one id through an MCP server, recorded as a `done` is.
+fn mcp_mark_done(sh: &Shared<'_>, server: &mut McpClient<'_>, me: &str, id: &str) {
+    let answer = server.call("mark_done", &serde_json::json!({"ids": [id]}));
+    let exited = Instant::now();
+    // The exit code `done` may end with here (4: another process archived or its sender
+    // cancelled it since it was listed) is a refusal this may answer with too.
+    if answer.as_ref().is_ok_and(|a| error_code(a) == Some(4)) {
+        return;
+    }
+    match answer
+        .as_ref()
+        .map_err(|e| format!("{e:#}"))
+        .and_then(tool_result)
+    {
+        Ok(v) => {
+            let mut ledger = sh.ledger();
+            for m in v["messages"].as_array().into_iter().flatten() {
+                if let Some(id) = m["id"].as_str() {
+                    ledger.archived(me, id, exited);
+                }
+            }
+        }
+        Err(e) => sh.problem(Category::Failed, format!("mark_done {id} as {me}: {e}")),
+    }
 }
 
 /// r0 (two of these race): lists its inbox over and over, archives one listed message each

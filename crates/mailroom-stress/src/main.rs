@@ -10,6 +10,7 @@ mod import_crash;
 mod journal;
 mod ledger;
 mod load;
+mod mcp;
 mod rng;
 mod runner;
 mod work;

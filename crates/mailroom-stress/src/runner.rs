@@ -146,6 +146,20 @@ impl<'j> Mailroom<'j> {
         Ok(child)
     }
 
+    /// Starts `mailroom --json --as WHO ARGS` as a long-lived server the harness talks to
+    /// (`mcp`): its stdin, stdout and stderr stay pipes for the caller to drive and drain.
+    pub fn serve(&self, who: &str, args: &[&str]) -> Result<Child> {
+        let mut cmd = self.command(Some(who), args);
+        cmd.stdin(Stdio::piped());
+        self.runs.fetch_add(1, Ordering::Relaxed);
+        cmd.spawn()
+            .with_context(|| format!("cannot start {}", self.bin.display()))
+    }
+
+    pub fn journal(&self) -> &Journal {
+        self.journal
+    }
+
     /// Runs to completion and records the run.
     pub fn run(
         &self,

@@ -56,6 +56,12 @@ fn quick_load_loses_doubles_tears_and_misdelivers_nothing() {
         summary.contains(" lost=0 doubled=0 torn=0 misdelivered=0 mismatched=0 failed=0 "),
         "{summary}"
     );
+    // An MCP sender and an MCP reader were in the mix, and both got their work done.
+    assert!(
+        summary.contains(" mcp(servers=2 ") && summary.contains(" acknowledged=100 "),
+        "{summary}"
+    );
+    assert!(!summary.contains(" listings=0)"), "{summary}");
 }
 
 #[test]
@@ -69,4 +75,7 @@ fn quick_crash_trials_lose_double_and_tear_nothing_and_doctor_cleans_up() {
         !summary.contains("faults_injected=0 "),
         "no kill landed mid-run: {summary}"
     );
+    // MCP servers were among the processes killed (each trial picks one of seven victims,
+    // two of them MCP: fifty trials without one are a chance of 1 in 20 million).
+    assert!(!summary.contains(" mcp(trials=0 "), "{summary}");
 }
