@@ -36,7 +36,8 @@ pub struct WriteMail {
     pub body: String,
     /// The sender's project, when it differs from the recipient's.
     pub sender_project_handle: Option<String>,
-    /// INFO (default), REQUEST, HOLD_REQUEST, BLOCK, STATUS, DECISION or HANDOVER.
+    /// INFO (default), QUESTION, HOLD_REQUEST (also reaches the operator), INTERFACE_CHANGE,
+    /// HANDOVER or CORRECTION.
     pub kind: Option<String>,
     /// A key that makes a retry safe: the same key sends once.
     pub idempotency_key: Option<String>,
@@ -172,7 +173,8 @@ pub struct ReplyMail {
     pub subject: Option<String>,
     /// H, M (default) or L.
     pub priority: Option<String>,
-    /// INFO (default), REQUEST, HOLD_REQUEST, BLOCK, STATUS, DECISION or HANDOVER.
+    /// INFO (default), QUESTION, HOLD_REQUEST (also reaches the operator), INTERFACE_CHANGE,
+    /// HANDOVER or CORRECTION.
     pub kind: Option<String>,
     /// Leave the original pending instead of archiving it.
     #[serde(default)]
@@ -207,7 +209,8 @@ pub struct Broadcast {
     pub subject: Option<String>,
     /// H, M (default) or L.
     pub priority: Option<String>,
-    /// INFO (default), STATUS, DECISION, …
+    /// INFO (default), QUESTION, HOLD_REQUEST (also reaches the operator), INTERFACE_CHANGE,
+    /// HANDOVER or CORRECTION.
     pub kind: Option<String>,
     /// A key that makes a retry safe: the same key sends once.
     pub idempotency_key: Option<String>,
@@ -243,7 +246,8 @@ pub struct ChannelPost {
     pub subject: Option<String>,
     /// H, M (default) or L.
     pub priority: Option<String>,
-    /// INFO (default), STATUS, BLOCK, HOLD_REQUEST, …
+    /// INFO (default), QUESTION, HOLD_REQUEST (also reaches the operator), INTERFACE_CHANGE,
+    /// HANDOVER or CORRECTION.
     pub kind: Option<String>,
     /// A key that makes a retry safe: the same key posts once.
     pub idempotency_key: Option<String>,
