@@ -14,6 +14,10 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Longest subject kept, in characters; longer ones are refused.
 pub const MAX_SUBJECT_CHARS: usize = 200;
 
+/// Longest member role accepted, in characters: a role is one line ("backend", "reviewer"),
+/// and a roster file must stay small enough for every reader to read it.
+pub const MAX_ROLE_CHARS: usize = 200;
+
 /// Length at which a subject taken from the body's first line is cut.
 pub const DEFAULT_SUBJECT_CHARS: usize = 72;
 

@@ -11,7 +11,8 @@ pub struct ReadMail {
     pub project_handle: Option<String>,
     /// The handle whose mailbox to read (defaults to the server's identity).
     pub handle: Option<String>,
-    /// Show at most this many messages, most urgent first; the rest stay pending.
+    /// Show at most this many messages (default 20), most urgent first; the rest stay pending
+    /// and `more` counts them.
     pub limit: Option<usize>,
     /// Leave the shown messages pending (read) instead of archiving them.
     #[serde(default)]

@@ -22,6 +22,39 @@ pub const MAX_WAIT: Duration = Duration::from_secs(300);
 /// How long `wait_mail` blocks when the call does not say.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 
+/// Waits one server runs at once. Each holds a file-system watch, and the user's watches are
+/// shared by every agent on the machine: one client must not use them all up.
+pub const MAX_WAITS: usize = 8;
+
+/// Waits running now in this process.
+static WAITS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// One running wait, counted until dropped.
+struct WaitSlot;
+
+impl WaitSlot {
+    fn take() -> Result<WaitSlot> {
+        use std::sync::atomic::Ordering;
+        if WAITS.fetch_add(1, Ordering::SeqCst) >= MAX_WAITS {
+            WAITS.fetch_sub(1, Ordering::SeqCst);
+            return Err(Error::Refused(format!(
+                "this server already runs {MAX_WAITS} waits at once; let one return before starting another"
+            )));
+        }
+        Ok(WaitSlot)
+    }
+}
+
+impl Drop for WaitSlot {
+    fn drop(&mut self) {
+        WAITS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Messages `read_mail` shows (and archives) when the call sets no limit: a result a harness
+/// can take whole, with `more` counting the rest.
+pub const DEFAULT_READ_LIMIT: usize = 20;
+
 /// What a tool call produced: the structured result and its text.
 #[derive(Debug)]
 pub struct Outcome {
@@ -291,7 +324,7 @@ pub static TOOLS: &[Spec] = &[
     },
     Spec {
         name: "wait_mail",
-        description: "Block until new mail (or a reply to a message) is pending, up to timeout_seconds (default 60, at most 300); returns it without changing its state. Nothing arriving is a timeout error.",
+        description: "Block until unread mail (or a reply to a message) is pending, up to timeout_seconds (default 60, at most 300); returns it without changing its state. Unread mail already pending returns at once, so handle what it returns (read_mail, reply_mail or mark_done) before waiting again. Nothing arriving is a timeout error. At most 8 waits run at once per server.",
         read_only: true,
         destructive: false,
         idempotent: true,
@@ -575,7 +608,8 @@ fn plain(structured: Value) -> Outcome {
 fn read_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::ReadMail = decode("read_mail", a)?;
     let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
-    let (inbox, archived) = t.mr.read_archiving(&me, a.limit, !a.no_archive)?;
+    let limit = a.limit.unwrap_or(DEFAULT_READ_LIMIT);
+    let (inbox, archived) = t.mr.read_archiving(&me, Some(limit), !a.no_archive)?;
     let mut structured = mailroom_json::inbox_json(&me, &inbox, UNTRUSTED_NOTICE);
     structured["archived"] = json!(archived);
     let text = framed(
@@ -595,11 +629,25 @@ fn read_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
 
 fn write_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::WriteMail = decode("write_mail", a)?;
-    let sender_project = a
-        .sender_project_handle
-        .as_deref()
-        .or(a.project_handle.as_deref());
-    let me = t.actor(sender_project, a.sender.as_deref(), "sender")?;
+    // m_AI_l's project_handle is the recipient's project and, by default, the sender's. A
+    // server bound to one identity writes as that identity wherever the recipient is, unless
+    // the call names another sender (which it then refuses).
+    let bound_self = t.identity.as_ref().is_some_and(|me| {
+        a.sender
+            .as_deref()
+            .is_none_or(|s| me.handle.matches(s) || me.to_string().eq_ignore_ascii_case(s))
+    });
+    let sender_project = match (&a.sender_project_handle, bound_self) {
+        (Some(p), _) => Some(p.as_str()),
+        (None, true) => None,
+        (None, false) => a.project_handle.as_deref(),
+    };
+    let sender = if bound_self && a.sender_project_handle.is_none() {
+        None
+    } else {
+        a.sender.as_deref()
+    };
+    let me = t.actor(sender_project, sender, "sender")?;
     // m_AI_l names the recipient within project_handle; an address with its own project, or
     // HUMAN, stands as written.
     let to = match (&a.project_handle, a.recipient.contains('@')) {
@@ -945,6 +993,7 @@ fn search_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
 fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome> {
     let a: args::WaitMail = decode("wait_mail", a)?;
     let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
+    let _slot = WaitSlot::take()?;
     let timeout = match a.timeout_seconds {
         None => DEFAULT_WAIT,
         Some(s) if s.is_finite() && s >= 0.0 => {

@@ -637,3 +637,51 @@ fn the_server_describes_itself() {
     assert_eq!(info.server_info.name, "mailroom");
     assert!(info.capabilities.tools.is_some());
 }
+
+/// Regressions from a hostile review: a bound server writes across projects as itself, a role
+/// cannot grow a roster file past what readers read, and read_mail answers in a bounded size.
+#[tokio::test]
+async fn a_bound_server_writes_anywhere_as_itself_within_the_clis_limits() {
+    let home = tempfile::tempdir().unwrap();
+    let alice = connect(home.path(), Some("alice@p"), ToolSet::All).await;
+    let carol = connect(home.path(), Some("carol@q"), ToolSet::All).await;
+    ok(
+        &carol,
+        "init_mail",
+        json!({"project_handle": "q", "handle": "carol"}),
+    )
+    .await;
+    let sent = ok(
+        &alice,
+        "write_mail",
+        json!({"project_handle": "q", "recipient": "carol", "body": "across projects"}),
+    )
+    .await;
+    assert_eq!(sent["message"]["from"], "alice@p");
+    assert_eq!(sent["message"]["to"], "carol@q");
+
+    let huge_role = "r".repeat(70_000);
+    refused(
+        &alice,
+        "init_mail",
+        json!({"project_handle": "p", "handle": "alice", "role": huge_role}),
+        "invalid",
+        2,
+    )
+    .await;
+    ok(&alice, "get_roster", json!({"project_handle": "p"})).await;
+
+    for i in 0..25 {
+        ok(
+            &alice,
+            "write_mail",
+            json!({"project_handle": "q", "recipient": "carol", "body": format!("m{i}")}),
+        )
+        .await;
+    }
+    let first = ok(&carol, "read_mail", json!({})).await;
+    assert_eq!(first["messages"].as_array().unwrap().len(), 20);
+    assert_eq!(first["more"], 6, "the rest is counted, still pending");
+    let rest = ok(&carol, "read_mail", json!({})).await;
+    assert_eq!(rest["messages"].as_array().unwrap().len(), 6);
+}

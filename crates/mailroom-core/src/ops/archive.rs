@@ -10,6 +10,9 @@ use crate::message::{Damaged, Kind, Listing, Message, Priority, State, Stored};
 use crate::ops::Mailroom;
 use crate::ops::send::{Draft, Sent};
 
+/// Longest search query accepted, in characters.
+pub const MAX_QUERY_CHARS: usize = 1_000;
+
 impl Mailroom<'_> {
     /// Recently archived messages, most recent first, with when each was archived.
     pub fn recover(&self, me: &Address, limit: usize) -> Result<Vec<(Stored, Timestamp)>> {
@@ -69,6 +72,12 @@ impl Mailroom<'_> {
         let q = query.trim().to_lowercase();
         if q.is_empty() {
             return Err(Error::Invalid("the search query is empty".into()));
+        }
+        if q.chars().count() > MAX_QUERY_CHARS {
+            return Err(Error::Invalid(format!(
+                "the search query is {} characters; the limit is {MAX_QUERY_CHARS}: search for a phrase, not a document",
+                q.chars().count()
+            )));
         }
         let Listing { messages, damaged } = self.store.search(me, &q)?;
         let mut hits: Vec<SearchHit> = messages

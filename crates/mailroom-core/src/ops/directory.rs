@@ -585,6 +585,13 @@ impl Mailroom<'_> {
         role: &str,
         status: MemberStatus,
     ) -> Result<Member> {
+        let role_chars = crate::text::clean_line(role).chars().count();
+        if role_chars > crate::text::MAX_ROLE_CHARS {
+            return Err(Error::Invalid(format!(
+                "the role is {role_chars} characters; the limit is {}: a role is one short line (\"backend\", \"reviewer\")",
+                crate::text::MAX_ROLE_CHARS
+            )));
+        }
         self.check_new_project(project)?;
         let handle = name("handle", handle)?;
         if handle.matches(crate::address::HUMAN) {

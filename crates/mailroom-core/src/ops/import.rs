@@ -291,7 +291,11 @@ impl Mailroom<'_> {
         })?;
         let member = Member {
             handle,
-            role: crate::text::clean_line(role),
+            // Imported roles are cut, never refused: the roster file must stay readable.
+            role: crate::text::clean_line(role)
+                .chars()
+                .take(crate::text::MAX_ROLE_CHARS)
+                .collect(),
             status,
             joined: now,
             since: None,

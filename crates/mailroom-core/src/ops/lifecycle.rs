@@ -43,6 +43,9 @@ pub fn urgency_key(s: &Stored) -> (bool, crate::message::Priority, MessageId) {
     )
 }
 
+/// Most message ids one `done` names.
+pub const MAX_IDS: usize = 1_000;
+
 impl Mailroom<'_> {
     /// Pending directed mail, most urgent first, then unseen broadcasts; marks what it shows
     /// read (and seen).
@@ -259,6 +262,12 @@ impl Mailroom<'_> {
             return Err(Error::Invalid(
                 "name at least one message id, or pass --all".into(),
             ));
+        }
+        if prefixes.len() > MAX_IDS {
+            return Err(Error::Invalid(format!(
+                "{} message ids named; one call archives at most {MAX_IDS}: archive the whole mailbox instead, or split the list",
+                prefixes.len()
+            )));
         }
         let targets: Vec<Stored> = prefixes
             .iter()

@@ -531,3 +531,33 @@ fn a_policy_conflict_suggests_only_a_step_the_actor_may_take() {
     )
     .ok();
 }
+
+/// Regression: a 70 KB role made the whole roster unreadable for every member.
+#[test]
+fn a_role_a_query_and_an_id_list_are_bounded() {
+    let home = Home::new();
+    home.send("alice@p", "bob@p", "p exists");
+    let before = home.tree();
+    let role = "r".repeat(201);
+    let run = home
+        .as_("alice@p", ["roster", "add", "carol", "--role", &role])
+        .fails(2);
+    assert!(
+        run.stderr
+            .contains("the role is 201 characters; the limit is 200"),
+        "{}",
+        run.stderr
+    );
+    let query = "q".repeat(1_001);
+    home.as_("alice@p", ["search", &query]).fails(2);
+    let ids: Vec<String> = (0..1_001).map(|_| "01ZZ".to_owned()).collect();
+    let mut args = vec!["done".to_owned()];
+    args.extend(ids);
+    home.as_("bob@p", &args).fails(2);
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+    home.as_(
+        "alice@p",
+        ["roster", "add", "carol", "--role", &"r".repeat(200)],
+    )
+    .ok();
+}
