@@ -92,7 +92,24 @@ fn input<T: schemars::JsonSchema>() -> Value {
         o.remove("title");
         o.remove("$schema");
     }
+    unwrap_descriptions(&mut v);
     v
+}
+
+/// Doc comments wrap at 100 columns; a description a model reads is one paragraph.
+fn unwrap_descriptions(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            for (k, child) in o.iter_mut() {
+                match child {
+                    Value::String(s) if k == "description" => *s = s.replace('\n', " "),
+                    _ => unwrap_descriptions(child),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(unwrap_descriptions),
+        _ => {}
+    }
 }
 
 fn decode<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T> {
@@ -680,6 +697,9 @@ fn named_message(
     subject: Option<&str>,
 ) -> Result<String> {
     match (id, timestamp, subject) {
+        (Some(_), Some(_), _) | (Some(_), _, Some(_)) => Err(Error::Invalid(
+            "name the message by id, or by timestamp and subject, not both".into(),
+        )),
         (Some(id), _, _) => Ok(id),
         (None, Some(ts), Some(subject)) => {
             Ok(t.mr.sent_at(me, recipient, ts, subject)?.to_string())

@@ -685,3 +685,34 @@ async fn a_bound_server_writes_anywhere_as_itself_within_the_clis_limits() {
     let rest = ok(&carol, "read_mail", json!({})).await;
     assert_eq!(rest["messages"].as_array().unwrap().len(), 6);
 }
+
+#[tokio::test]
+async fn descriptions_read_as_one_paragraph_and_a_message_is_named_one_way() {
+    let home = tempfile::tempdir().unwrap();
+    let alice = connect(home.path(), Some("alice@p"), ToolSet::All).await;
+    let tools = alice.list_all_tools().await.unwrap();
+    for t in &tools {
+        let schema = serde_json::to_string(&t.input_schema).unwrap();
+        assert!(
+            !schema.contains("\\n"),
+            "{}: a description keeps a line break",
+            t.name
+        );
+    }
+    let sent = ok(
+        &alice,
+        "write_mail",
+        json!({"recipient": "bob", "subject": "Same", "body": "x"}),
+    )
+    .await;
+    let id = sent["id"].as_str().unwrap().to_owned();
+    let stamp = sent["timestamp"].as_str().unwrap().to_owned();
+    refused(
+        &alice,
+        "edit_mail",
+        json!({"id": id, "timestamp": stamp, "subject": "Same", "new_body": "y"}),
+        "invalid",
+        2,
+    )
+    .await;
+}
