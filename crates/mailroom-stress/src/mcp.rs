@@ -203,13 +203,18 @@ impl<'a> McpClient<'a> {
     /// exit 0 by itself); one that does not end within the bound is killed.
     pub fn close(mut self) -> Result<Outcome> {
         self.stdin = None;
+        // The server's stdout closes when it exits: its reader thread then drops the channel.
         let deadline = Instant::now() + ANSWER_WITHIN;
-        while self.child.try_wait()?.is_none() {
-            if Instant::now() > deadline {
-                self.child.kill()?;
-                break;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(_) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.child.kill()?;
+                    break;
+                }
             }
-            std::thread::sleep(Duration::from_millis(5));
         }
         self.end("closed")
     }
