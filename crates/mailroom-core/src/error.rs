@@ -41,6 +41,9 @@ pub enum Error {
     },
     #[error("{0}")]
     Invalid(String),
+    /// Malformed input, with what to give instead (each front end names its own fields).
+    #[error("{reason}")]
+    InvalidWith { reason: String, fix: Box<Fix> },
     #[error("project '{0}' does not exist")]
     ProjectNotFound(String),
     #[error("project '{project}' has no channel '{channel}'")]
@@ -103,6 +106,9 @@ pub enum Error {
     },
     #[error("{0}")]
     NotFound(String),
+    /// Not found, with the step that would make or find it.
+    #[error("{reason}")]
+    NotFoundWith { reason: String, fix: Box<Fix> },
     #[error("{0}")]
     Refused(String),
     /// Refused by the rules, with the step that would be allowed.
@@ -169,20 +175,36 @@ pub enum Fix {
     Anyway(Box<Fix>),
     /// Ask the operator or a member of the project to take the inner step.
     AskFor(Box<Fix>),
+    /// Act as this address instead (it may do what the caller may not).
+    ActAs { address: String },
+    /// Give a message a body or a subject.
+    GiveContent,
+    /// Say what an edit changes: subject, priority or body.
+    GiveChanges,
+    /// Name the messages to archive, or archive the whole mailbox.
+    NameIds,
+    /// Name a recipient, or broadcast or post to a channel instead.
+    NameRecipient,
+    /// Reach the whole project with a broadcast, or split the recipients.
+    SplitRecipients,
+    /// Post to a channel as a new one, although its name is close to an existing channel's.
+    NewChannel { channel: String },
 }
 
 impl Error {
     pub fn kind(&self) -> ErrorKind {
         match self {
-            Error::InvalidName { .. } | Error::InvalidAddress { .. } | Error::Invalid(_) => {
-                ErrorKind::Invalid
-            }
+            Error::InvalidName { .. }
+            | Error::InvalidAddress { .. }
+            | Error::Invalid(_)
+            | Error::InvalidWith { .. } => ErrorKind::Invalid,
             Error::ProjectNotFound(_)
             | Error::UnknownHandle { .. }
             | Error::CloseName { .. }
             | Error::HandleNowhere { .. }
             | Error::ChannelNotFound { .. }
             | Error::NotFound(_)
+            | Error::NotFoundWith { .. }
             | Error::MessageNotFound { .. } => ErrorKind::NotFound,
             Error::Inactive { .. }
             | Error::NotSender { .. }
@@ -222,7 +244,9 @@ impl Error {
             Error::Inactive { address } => address_fix(address),
             Error::MessageNotFound { list, .. } => Some(list.as_ref().clone()),
             Error::NotCancellable { id, .. } => Some(Fix::Edit { id: *id }),
-            Error::RefusedWith { fix, .. } => Some(fix.as_ref().clone()),
+            Error::RefusedWith { fix, .. }
+            | Error::InvalidWith { fix, .. }
+            | Error::NotFoundWith { fix, .. } => Some(fix.as_ref().clone()),
             Error::Timeout(_) => Some(Fix::WaitAgain),
             _ => None,
         }

@@ -74,11 +74,11 @@ fn tool(s: &Spec) -> Tool {
 
 /// A core error as a tool error: the CLI's one sentence, with the step that would help worded
 /// as a tool call, and the CLI's error object (kind and exit code) as structured content.
-fn tool_error(e: &mailroom_core::Error) -> CallToolResult {
+fn tool_error(e: &mailroom_core::Error, words: &McpWords) -> CallToolResult {
     let mut message = e.to_string();
     if let Some(fix) = e.fix() {
         message.push_str("; ");
-        message.push_str(&McpWords::plain().fix_advice(&fix));
+        message.push_str(&words.fix_advice(&fix));
     }
     let message = mailroom_core::text::escape_controls(&message);
     let kind = e.kind();
@@ -141,6 +141,15 @@ impl ServerHandler for Server {
             ));
         };
         let args = Value::Object(request.arguments.unwrap_or_default());
+        // An operator's server words its advice with the acting member's fields.
+        let field = |k: &str| args.get(k).and_then(Value::as_str);
+        let words = McpWords::for_call(
+            self.tools.identity.is_some(),
+            field("sender").or(field("handle")),
+            field("sender_project_handle")
+                .or(field("project_handle"))
+                .or(field("current_project_handle")),
+        );
         let tools = self.tools.clone();
         let cancel = CancelOnDrop(Cancel::new());
         let token = cancel.0.clone();
@@ -148,12 +157,15 @@ impl ServerHandler for Server {
         drop(cancel);
         let result = match joined {
             Ok(Ok(outcome)) => success(outcome),
-            Ok(Err(e)) => tool_error(&e),
+            Ok(Err(e)) => tool_error(&e, &words),
             // A panic in a tool is a bug; the server answers and keeps serving.
-            Err(_) => tool_error(&mailroom_core::Error::store(
-                format!("the tool {} failed", spec.name),
-                "an internal error (a bug: please report it)",
-            )),
+            Err(_) => tool_error(
+                &mailroom_core::Error::store(
+                    format!("the tool {} failed", spec.name),
+                    "an internal error (a bug: please report it)",
+                ),
+                &words,
+            ),
         };
         Ok(result.into())
     }

@@ -524,7 +524,7 @@ impl Tools {
         let Some(me) = &self.identity else {
             let Some(h) = handle else {
                 return Err(Error::Invalid(format!(
-                    "this server acts for any member (--as-any): name the {field} and its project_handle"
+                    "this server acts for any member (an operator's server): name the {field} and its project_handle (HUMAN needs no project)"
                 )));
             };
             return self.address(project, h, field);
@@ -542,7 +542,7 @@ impl Tools {
             return Ok(me.clone());
         }
         Err(Error::Refused(format!(
-            "this server acts as {me} only, and the call names the {field} {named}; act as yourself, or ask the operator for a server started with --as-any"
+            "this server acts as {me} only, and the call names the {field} {named}; act as yourself, or ask the operator to act for {named}"
         )))
     }
 

@@ -2,13 +2,15 @@
 //! (`--as-any`) they name the acting member, since the server itself implies no one.
 
 use mailroom_core::render::Vocabulary;
-use mailroom_core::{Address, Fix};
+use mailroom_core::{Address, Fix, Name};
 
 /// Tool calls, with the acting member's fields when the server does not imply them.
 #[derive(Clone, Debug)]
 pub struct McpWords {
     /// `, project_handle="p", handle="h"`, or empty on a server bound to one identity.
     who: String,
+    /// Whether the server acts as one identity only.
+    bound: bool,
 }
 
 impl McpWords {
@@ -21,12 +23,35 @@ impl McpWords {
                 None => format!(", handle=\"{}\"", actor.handle),
             }
         };
-        McpWords { who }
+        McpWords { who, bound }
     }
 
-    /// Words that name nobody, for advice that does not depend on who reads it.
-    pub fn plain() -> McpWords {
-        McpWords { who: String::new() }
+    /// The words for a call's errors, before (or without) knowing who it acts as: on a bound
+    /// server none are needed; on an operator's server the advice names the acting member's
+    /// fields, as the call gave them when they are valid names, else as placeholders to fill.
+    pub fn for_call(bound: bool, handle: Option<&str>, project: Option<&str>) -> McpWords {
+        if bound {
+            return McpWords {
+                who: String::new(),
+                bound,
+            };
+        }
+        let human = |s: &str| s.eq_ignore_ascii_case("HUMAN");
+        let valid = |s: Option<&str>| {
+            s.filter(|s| human(s) || Name::parse(s).is_ok())
+                .unwrap_or("…")
+                .to_owned()
+        };
+        let handle = valid(handle);
+        let who = if human(&handle) {
+            ", handle=\"HUMAN\"".to_owned()
+        } else {
+            format!(
+                ", project_handle=\"{}\", handle=\"{handle}\"",
+                valid(project)
+            )
+        };
+        McpWords { who, bound }
     }
 
     fn call(&self, tool: &str, args: &str) -> String {
@@ -40,7 +65,6 @@ impl McpWords {
 
     /// The step `fix` as advice ending an error sentence.
     pub fn fix_advice(&self, fix: &Fix) -> String {
-        let operator = |cmd: String| format!("ask the operator to run `mailroom {cmd}`");
         match fix {
             Fix::Inbox | Fix::WaitAgain => {
                 format!("look with `{}`", self.call("read_mail", "no_archive=true"))
@@ -52,7 +76,9 @@ impl McpWords {
                 self.call("channel_read", "channel=\"all\"")
             ),
             Fix::Projects => "`get_projects()` lists them".to_owned(),
-            Fix::Channels { project } => operator(format!("channel list --project {project}")),
+            Fix::Channels { project } => {
+                format!("ask the operator which channels project '{project}' has")
+            }
             Fix::Roster { project } => {
                 format!(
                     "ask one of them (`get_roster(project_handle=\"{project}\")`) or the operator"
@@ -65,15 +91,15 @@ impl McpWords {
                 "add it with `init_mail(project_handle=\"{project}\", handle=\"{handle}\", role=\"…\")`"
             ),
             Fix::Activate { handle, project } => {
-                operator(format!("roster activate {handle} --project {project}"))
+                format!("ask the operator to reactivate {handle}@{project}")
             }
-            Fix::ChangeStatus { project } => operator(format!(
-                "roster activate|deactivate HANDLE --project {project}"
-            )),
-            Fix::SetPolicy { project, policy } => operator(format!(
-                "projects set {project} --policy {}",
+            Fix::ChangeStatus { project } => {
+                format!("ask the operator to change a member's status in project '{project}'")
+            }
+            Fix::SetPolicy { project, policy } => format!(
+                "ask the operator to set the policy of project '{project}' to {}",
                 policy.as_str()
-            )),
+            ),
             Fix::Edit { id } => format!(
                 "send a correction with `{}` instead",
                 self.call("edit_mail", &format!("id=\"{id}\", new_body=\"…\""))
@@ -90,6 +116,36 @@ impl McpWords {
             Fix::AskFor(inner) => {
                 format!("ask the operator or a member: {}", self.fix_advice(inner))
             }
+            Fix::ActAs { address } => match self.bound {
+                true => {
+                    format!("{address} may: ask the operator for a server that acts as {address}")
+                }
+                false => match address.split_once('@') {
+                    Some((h, p)) => format!(
+                        "act as {address} instead: handle=\"{h}\", project_handle=\"{p}\" (write_mail: sender=\"{h}\", sender_project_handle=\"{p}\")"
+                    ),
+                    None => format!("act as {address} instead: handle=\"{address}\""),
+                },
+            },
+            Fix::GiveContent => "give a body (or a subject)".to_owned(),
+            Fix::GiveChanges => "pass new_subject, new_priority or new_body".to_owned(),
+            Fix::NameIds => format!(
+                "name at least one message id in ids, or archive the whole mailbox with `{}`",
+                self.call("archive_mail", "")
+            ),
+            Fix::NameRecipient => {
+                "name the recipient, or reach many with broadcast or channel_post".to_owned()
+            }
+            Fix::SplitRecipients => {
+                "reach the whole project with broadcast, or split the list".to_owned()
+            }
+            Fix::NewChannel { channel } => format!(
+                "to start '{channel}' anyway, post with `{}`",
+                self.call(
+                    "channel_post",
+                    &format!("channel=\"{channel}\", new=true, body=\"…\"")
+                )
+            ),
         }
     }
 }

@@ -619,7 +619,7 @@ async fn an_operators_server_acts_for_whoever_the_call_names() {
         text(&r)
     );
     let m = refused(&op, "read_mail", json!({}), "invalid", 2).await;
-    assert!(m.contains("--as-any"), "{m}");
+    assert!(m.contains("an operator's server"), "{m}");
     refused(&op, "read_mail", json!({"handle": "bob"}), "invalid", 2).await;
 }
 
@@ -715,4 +715,267 @@ async fn descriptions_read_as_one_paragraph_and_a_message_is_named_one_way() {
         2,
     )
     .await;
+}
+
+/// Every error a client can provoke, as (server, tool, arguments, kind): none names a flag of
+/// the command line, which a model driving tools cannot pass; and on an operator's server the
+/// advice names the fields a call needs to act as someone.
+#[tokio::test]
+async fn errors_over_mcp_never_name_a_command_line_flag() {
+    let home = tempfile::tempdir().unwrap();
+    let alice = connect(home.path(), Some("alice@web"), ToolSet::All).await;
+    let op = connect(home.path(), None, ToolSet::All).await;
+    let store = FsStore::new(home.path().to_path_buf());
+    let mr = Mailroom::new(&store);
+    let web = mailroom_core::Name::parse("web").unwrap();
+    for h in ["alice", "bob"] {
+        mr.add_member(
+            &Address::human(),
+            &web,
+            h,
+            "",
+            mailroom_core::MemberStatus::Active,
+        )
+        .unwrap();
+    }
+    mr.add_member(
+        &Address::human(),
+        &web,
+        "gone",
+        "",
+        mailroom_core::MemberStatus::Inactive,
+    )
+    .unwrap();
+    // shop takes mail only from its roster, and alice is on it: alice@web must write as alice@shop.
+    mr.add_project("shop", mailroom_core::Policy::Roster)
+        .unwrap();
+    let shop = mailroom_core::Name::parse("shop").unwrap();
+    for h in ["alice", "ops"] {
+        mr.add_member(
+            &Address::human(),
+            &shop,
+            h,
+            "",
+            mailroom_core::MemberStatus::Active,
+        )
+        .unwrap();
+    }
+    ok(
+        &alice,
+        "channel_post",
+        json!({"channel": "run-42", "body": "started"}),
+    )
+    .await;
+    let sent = ok(
+        &alice,
+        "write_mail",
+        json!({"recipient": "bob", "body": "hi"}),
+    )
+    .await;
+    let id = sent["id"].as_str().unwrap().to_owned();
+    ok(
+        &op,
+        "read_mail",
+        json!({"project_handle": "web", "handle": "bob", "no_archive": true}),
+    )
+    .await;
+    let mut ids: Vec<String> = (0..1001).map(|i| format!("01X{i}")).collect();
+    ids.sort();
+
+    let table: Vec<(&Client, &str, Value, &str)> = vec![
+        (
+            &alice,
+            "write_mail",
+            json!({"recipient": "bob", "body": ""}),
+            "invalid",
+        ),
+        (
+            &alice,
+            "write_mail",
+            json!({"recipient": "bob", "body": " \n"}),
+            "invalid",
+        ),
+        (
+            &alice,
+            "write_mail",
+            json!({"recipient": "ops@shop", "body": "x"}),
+            "refused",
+        ),
+        (
+            &alice,
+            "write_mail",
+            json!({"recipient": "gone", "body": "x"}),
+            "refused",
+        ),
+        (
+            &alice,
+            "write_mail",
+            json!({"recipient": "carol@wbe", "body": "x"}),
+            "not_found",
+        ),
+        (
+            &alice,
+            "write_mail",
+            json!({"recipient": "bob", "body": "x", "kind": "NOPE"}),
+            "invalid",
+        ),
+        (
+            &alice,
+            "write_mail",
+            json!({"recipient": "bob", "body": "x", "priority": "Z"}),
+            "invalid",
+        ),
+        (
+            &alice,
+            "write_mail",
+            json!({"sender": "bob", "recipient": "bob", "body": "x"}),
+            "refused",
+        ),
+        (&alice, "edit_mail", json!({"id": id}), "invalid"),
+        (
+            &alice,
+            "edit_mail",
+            json!({"id": "01ZZZ", "new_body": "x"}),
+            "not_found",
+        ),
+        (&alice, "cancel_mail", json!({"id": id}), "refused"),
+        (
+            &alice,
+            "cancel_mail",
+            json!({"timestamp": "20260101-0000"}),
+            "invalid",
+        ),
+        (&alice, "mark_done", json!({"ids": []}), "invalid"),
+        (&alice, "mark_done", json!({"ids": ids}), "invalid"),
+        (&alice, "mark_done", json!({"ids": ["01ZZZ"]}), "not_found"),
+        (
+            &alice,
+            "reply_mail",
+            json!({"id": "01ZZZ", "body": "x"}),
+            "not_found",
+        ),
+        (
+            &alice,
+            "retract_broadcast",
+            json!({"id": "01ZZZ"}),
+            "not_found",
+        ),
+        (
+            &alice,
+            "channel_post",
+            json!({"channel": "rnu-42", "body": "x"}),
+            "not_found",
+        ),
+        (
+            &alice,
+            "channel_post",
+            json!({"channel": "../x", "body": "x"}),
+            "invalid",
+        ),
+        (
+            &alice,
+            "channel_read",
+            json!({"channel": "nowhere"}),
+            "not_found",
+        ),
+        (
+            &alice,
+            "wait_mail",
+            json!({"timeout_seconds": 0}),
+            "timeout",
+        ),
+        (
+            &alice,
+            "wait_mail",
+            json!({"timeout_seconds": -1}),
+            "invalid",
+        ),
+        (
+            &alice,
+            "get_roster",
+            json!({"project_handle": "nope"}),
+            "not_found",
+        ),
+        (
+            &alice,
+            "init_mail",
+            json!({"project_handle": "web", "handle": "mallory"}),
+            "refused",
+        ),
+        (
+            &alice,
+            "search_mail",
+            json!({"query": "x".repeat(2000)}),
+            "invalid",
+        ),
+        (&alice, "read_mail", json!({"handle": "bob"}), "refused"),
+        (&op, "read_mail", json!({}), "invalid"),
+        (&op, "read_mail", json!({"handle": "bob"}), "invalid"),
+        (
+            &op,
+            "write_mail",
+            json!({"project_handle": "web", "sender": "alice", "recipient": "ops@shop", "body": "x"}),
+            "refused",
+        ),
+        (
+            &op,
+            "mark_done",
+            json!({"project_handle": "web", "handle": "bob", "ids": []}),
+            "invalid",
+        ),
+        (
+            &op,
+            "reply_mail",
+            json!({"project_handle": "web", "handle": "bob", "id": "01ZZZ", "body": "x"}),
+            "not_found",
+        ),
+        (
+            &op,
+            "wait_mail",
+            json!({"project_handle": "web", "handle": "alice", "timeout_seconds": 0}),
+            "timeout",
+        ),
+        (
+            &op,
+            "channel_post",
+            json!({"project_handle": "web", "handle": "alice", "channel": "rnu-42", "body": "x"}),
+            "not_found",
+        ),
+    ];
+    let mut seen = Vec::new();
+    for (client, tool, args, kind) in table {
+        let r = call(client, tool, args.clone()).await;
+        assert_eq!(
+            r.is_error,
+            Some(true),
+            "{tool} {args} should fail: {:?}",
+            r.content
+        );
+        let e = &r.structured_content.as_ref().unwrap()["error"];
+        assert_eq!(e["kind"], kind, "{tool} {args}: {e}");
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            !message.contains("--"),
+            "{tool} {args} names a flag: {message}"
+        );
+        assert!(!message.contains("MAILROOM_"), "{tool} {args}: {message}");
+        seen.push(format!("{tool}: {message}"));
+    }
+    let all = seen.join("\n");
+    // The advice names each tool's own fields.
+    for advice in [
+        "pass new_subject, new_priority or new_body",
+        "give a body (or a subject)",
+        "archive the whole mailbox with `archive_mail()`",
+        "post with `channel_post(channel=\"rnu-42\", new=true, body=\"…\")`",
+        "alice@shop may: ask the operator for a server that acts as alice@shop",
+        // An operator's server names the acting member in every call it advises.
+        "act as alice@shop instead: handle=\"alice\", project_handle=\"shop\" (write_mail: sender=\"alice\", sender_project_handle=\"shop\")",
+        "`archive_mail(project_handle=\"web\", handle=\"bob\")`",
+        "`read_mail(no_archive=true, project_handle=\"web\", handle=\"bob\")`",
+        "`read_mail(no_archive=true, project_handle=\"web\", handle=\"alice\")`",
+        "`channel_post(channel=\"rnu-42\", new=true, body=\"…\", project_handle=\"web\", handle=\"alice\")`",
+    ] {
+        assert!(all.contains(advice), "no error advises {advice}:\n{all}");
+    }
 }

@@ -85,6 +85,13 @@ impl CliWords {
             Fix::Edit { id } => format!("edit {id}"),
             Fix::Cancel { id } => format!("cancel {id}"),
             Fix::Retract { id } => format!("retract {id}"),
+            Fix::ActAs { address } => format!("--as {} ...", shell_word(address)),
+            Fix::GiveContent => "send --message TEXT".to_owned(),
+            Fix::GiveChanges => "edit ID --message TEXT".to_owned(),
+            Fix::NameIds => "done --all".to_owned(),
+            Fix::NameRecipient => "send --to ADDR".to_owned(),
+            Fix::SplitRecipients => "send --broadcast".to_owned(),
+            Fix::NewChannel { channel } => format!("send --channel {channel} --new"),
             Fix::Anyway(inner) => return self.fix_command(inner),
             Fix::AskFor(inner) => {
                 let theirs = CliWords {
@@ -132,6 +139,24 @@ impl CliWords {
                 format!("to create {what} anyway, run `{cmd}` first")
             }
             Fix::AskFor(_) => format!("ask the operator or one of its members for `{cmd}`"),
+            Fix::ActAs { address } => {
+                format!(
+                    "write as {address} instead (`--as {}`)",
+                    shell_word(address)
+                )
+            }
+            Fix::GiveContent => {
+                "give a body with --message (or on stdin) or a --subject".to_owned()
+            }
+            Fix::GiveChanges => "pass --subject, --priority or --message".to_owned(),
+            Fix::NameIds => "name at least one message id, or pass --all".to_owned(),
+            Fix::NameRecipient => "name one with --to (or use --broadcast or --channel)".to_owned(),
+            Fix::SplitRecipients => {
+                "use --broadcast to reach the whole project, or split the list".to_owned()
+            }
+            Fix::NewChannel { channel } => {
+                format!("to start '{channel}' anyway, post to it as a new channel (--new)")
+            }
         }
     }
 

@@ -163,10 +163,15 @@ impl Mailroom<'_> {
         if !exists && !on_purpose && !channel.is_broadcast() {
             let names = self.store.channels(&channel.project)?;
             if let Some(close) = super::directory::closest(&channel.name, &names) {
-                return Err(Error::NotFound(format!(
-                    "project '{}' has no channel '{}', and '{close}' is close to it (did you mean '{close}'?); to start '{}' anyway, post to it as a new channel (--new)",
-                    channel.project, channel.name, channel.name
-                )));
+                return Err(Error::NotFoundWith {
+                    reason: format!(
+                        "project '{}' has no channel '{}', and '{close}' is close to it (did you mean '{close}'?)",
+                        channel.project, channel.name
+                    ),
+                    fix: Box::new(Fix::NewChannel {
+                        channel: channel.name.to_string(),
+                    }),
+                });
             }
         }
         let (subject, body) = check_content(draft.subject.as_deref(), &draft.body)?;

@@ -262,21 +262,27 @@ impl Mailroom<'_> {
         match self.store.project(project)? {
             Some(p) if p.policy == Policy::Roster => {
                 let member = Address::in_project(me.handle.clone(), p.name.clone());
-                let then = match self.store.member(&p.name, &me.handle)? {
-                    Some(m) if m.status == MemberStatus::Active => {
-                        format!("write as {member} instead (`--as {member}`)")
-                    }
-                    _ => format!("once '{}' is on its roster, write as {member}", me.handle),
-                };
-                Err(Error::RefusedWith {
-                    reason: format!(
-                        "project '{}' has policy roster and takes mail only from its active members and HUMAN; you are {me}: {then}",
-                        p.name
-                    ),
-                    fix: Box::new(Fix::AskFor(Box::new(Fix::AddMember {
-                        handle: me.handle.to_string(),
-                        project: p.name.to_string(),
-                    }))),
+                let reason = format!(
+                    "project '{}' has policy roster and takes mail only from its active members and HUMAN; you are {me}",
+                    p.name
+                );
+                Err(match self.store.member(&p.name, &me.handle)? {
+                    Some(m) if m.status == MemberStatus::Active => Error::RefusedWith {
+                        reason,
+                        fix: Box::new(Fix::ActAs {
+                            address: member.to_string(),
+                        }),
+                    },
+                    _ => Error::RefusedWith {
+                        reason: format!(
+                            "{reason}: once '{}' is on its roster, write as {member}",
+                            me.handle
+                        ),
+                        fix: Box::new(Fix::AskFor(Box::new(Fix::AddMember {
+                            handle: me.handle.to_string(),
+                            project: p.name.to_string(),
+                        }))),
+                    },
                 })
             }
             _ => Ok(()),
@@ -298,9 +304,14 @@ impl Mailroom<'_> {
         }
         let Some(existing) = self.store.project(project)? else {
             if creates == Policy::Roster {
-                return Err(Error::Refused(format!(
-                    "this import creates project '{project}' with policy roster, which takes an import only from HUMAN: run it with --as HUMAN"
-                )));
+                return Err(Error::RefusedWith {
+                    reason: format!(
+                        "this import creates project '{project}' with policy roster, which takes an import only from HUMAN"
+                    ),
+                    fix: Box::new(Fix::ActAs {
+                        address: Address::human().to_string(),
+                    }),
+                });
             }
             return Ok(());
         };
@@ -309,7 +320,7 @@ impl Mailroom<'_> {
             Some(me) => self.check_may_write_into(me, project),
             None if existing.policy == Policy::Roster => Err(Error::RefusedWith {
                 reason: format!(
-                    "project '{}' has policy roster and takes an import only from HUMAN or one of its active members, and no identity was given: run it with --as",
+                    "project '{}' has policy roster and takes an import only from HUMAN or one of its active members, and no identity was given: run it as one of them",
                     existing.name
                 ),
                 fix: Box::new(Fix::Roster {

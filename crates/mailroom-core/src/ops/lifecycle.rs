@@ -259,9 +259,10 @@ impl Mailroom<'_> {
     /// with whether this call archived it (false: it was already done).
     pub fn done(&self, me: &Address, prefixes: &[String]) -> Result<Vec<(MessageId, bool)>> {
         if prefixes.is_empty() {
-            return Err(Error::Invalid(
-                "name at least one message id, or pass --all".into(),
-            ));
+            return Err(Error::InvalidWith {
+                reason: "no message id named".into(),
+                fix: Box::new(Fix::NameIds),
+            });
         }
         if prefixes.len() > MAX_IDS {
             return Err(Error::Invalid(format!(

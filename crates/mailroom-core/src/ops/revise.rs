@@ -3,7 +3,7 @@
 //! sender revises, and a read copy is never changed under its reader.
 
 use crate::address::Address;
-use crate::error::{Error, Result};
+use crate::error::{Error, Fix, Result};
 use crate::message::{Kind, Message, MessageId, Priority, State};
 use crate::ops::Mailroom;
 use crate::ops::send::check_content;
@@ -54,9 +54,10 @@ impl Mailroom<'_> {
     /// Edits a sent message: in place where still unread, else a CORRECTION in its thread.
     pub fn edit(&self, me: &Address, prefix: &str, patch: EditPatch) -> Result<EditReport> {
         if patch.subject.is_none() && patch.priority.is_none() && patch.body.is_none() {
-            return Err(Error::Invalid(
-                "nothing to change: pass --subject, --priority or --message".into(),
-            ));
+            return Err(Error::InvalidWith {
+                reason: "nothing to change".into(),
+                fix: Box::new(Fix::GiveChanges),
+            });
         }
         let old = self.sent_by_me(me, prefix, "edit")?;
         // An edit reaches the recipients (in place, or as a CORRECTION) like a send: the sender

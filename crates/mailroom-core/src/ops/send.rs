@@ -2,7 +2,7 @@
 //! trace in one all-or-nothing store call ([`Store::deliver_all`]).
 
 use crate::address::{Address, AddressSpec};
-use crate::error::{Error, Result};
+use crate::error::{Error, Fix, Result};
 use crate::message::{Kind, Message, MessageId, Priority};
 use crate::ops::Mailroom;
 use crate::ops::directory::Plan;
@@ -63,15 +63,19 @@ impl Mailroom<'_> {
             check_key(key)?;
         }
         if draft.to.is_empty() {
-            return Err(Error::Invalid(
-                "no recipient: name one with --to (or use --broadcast or --channel)".into(),
-            ));
+            return Err(Error::InvalidWith {
+                reason: "no recipient".into(),
+                fix: Box::new(Fix::NameRecipient),
+            });
         }
         if draft.to.len() > MAX_RECIPIENTS {
-            return Err(Error::Invalid(format!(
-                "{} recipients named; one send reaches at most {MAX_RECIPIENTS}: use --broadcast to reach the whole project, or split the list",
-                draft.to.len()
-            )));
+            return Err(Error::InvalidWith {
+                reason: format!(
+                    "{} recipients named; one send reaches at most {MAX_RECIPIENTS}",
+                    draft.to.len()
+                ),
+                fix: Box::new(Fix::SplitRecipients),
+            });
         }
         let mut plans: Vec<Plan> = Vec::new();
         for raw in &draft.to {
@@ -263,9 +267,10 @@ pub(crate) fn check_content(subject: Option<&str>, body: &str) -> Result<(String
         )));
     }
     if subject.is_empty() && body.trim().is_empty() {
-        return Err(Error::Invalid(
-            "the message is empty: give a body with --message (or on stdin) or a --subject".into(),
-        ));
+        return Err(Error::InvalidWith {
+            reason: "the message is empty".into(),
+            fix: Box::new(Fix::GiveContent),
+        });
     }
     Ok((subject, body.to_owned()))
 }

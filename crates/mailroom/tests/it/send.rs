@@ -103,7 +103,7 @@ fn send_to_more_than_a_hundred_recipients_is_refused_and_writes_nothing() {
     let run = home.as_("alice", &args).fails(2);
     assert_eq!(
         run.stderr,
-        "error: 101 recipients named; one send reaches at most 100: use --broadcast to reach the whole project, or split the list\n"
+        "error: 101 recipients named; one send reaches at most 100; use --broadcast to reach the whole project, or split the list\n"
     );
     assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
 
