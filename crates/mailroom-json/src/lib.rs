@@ -279,15 +279,19 @@ pub fn archive_json(mailbox: &mailroom_core::Address, archived: usize) -> Value 
 
 /// A member's context: address, project and policy, roster entry, pending counts.
 pub fn member_context_json(c: &MemberContext) -> Value {
-    json!({
+    let mut v = json!({
         "identity": c.address.to_string(),
         "handle": c.address.handle.as_str(),
         "project": c.address.project().map(|p| p.as_str()),
         "policy": c.project.as_ref().map(|p| p.policy.as_str()),
         "member": c.member.as_ref().map(|m| json!({"role": m.role, "status": m.status.as_str(), "joined": m.joined.to_string()})),
-        "unread": c.unread,
-        "read": c.read,
-    })
+    });
+    // Counted only for whoever may read the mailbox; absent otherwise.
+    if let Some((unread, read)) = c.pending {
+        v["unread"] = json!(unread);
+        v["read"] = json!(read);
+    }
+    v
 }
 
 /// What a name may mean: the mailbox a send would reach and every candidate, in order.

@@ -209,7 +209,7 @@ pub static TOOLS: &[Spec] = &[
     },
     Spec {
         name: "get_member_context",
-        description: "A member's context: its address, project and policy, roster entry, and how much mail is pending.",
+        description: "A member's context: its address, project and policy, and roster entry; for yourself (or on an operator's server) also how much mail is pending (unread, read).",
         read_only: true,
         destructive: false,
         idempotent: true,
@@ -808,7 +808,8 @@ fn get_roster(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
 
 fn get_member_context(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::Mailbox = decode("get_member_context", a)?;
-    // Reading another's context writes nothing: any member may look.
+    // Reading another's context writes nothing: any member may look at its roster facts, and
+    // only the mailbox's owner (or the operator) at how much mail it holds.
     let who = match a.handle.as_deref() {
         Some(h) => {
             let default_project = t
@@ -819,7 +820,7 @@ fn get_member_context(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
         }
         None => t.actor(a.project_handle.as_deref(), None, "handle")?,
     };
-    let c = t.mr.member_context(&who)?;
+    let c = t.mr.member_context_seen_by(t.identity.as_ref(), &who)?;
     Ok(plain(mailroom_json::member_context_json(&c)))
 }
 

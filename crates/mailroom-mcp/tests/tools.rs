@@ -979,3 +979,57 @@ async fn errors_over_mcp_never_name_a_command_line_flag() {
         assert!(all.contains(advice), "no error advises {advice}:\n{all}");
     }
 }
+
+/// `get_member_context` is m_AI_l's "member context" for setting up: on a bound server anyone's
+/// roster facts are public (as `get_roster` shows them), but how much mail waits in another's
+/// mailbox is not: only the mailbox's owner, HUMAN and an operator's server see the counts.
+#[tokio::test]
+async fn a_bound_agent_sees_anothers_roster_entry_not_its_mailbox() {
+    let home = tempfile::tempdir().unwrap();
+    let alice = connect(home.path(), Some("alice@web"), ToolSet::All).await;
+    let bob = connect(home.path(), Some("bob@web"), ToolSet::All).await;
+    let human = connect(home.path(), Some("HUMAN"), ToolSet::All).await;
+    let op = connect(home.path(), None, ToolSet::All).await;
+    ok(
+        &bob,
+        "init_mail",
+        json!({"project_handle": "web", "handle": "bob", "role": "backend"}),
+    )
+    .await;
+    for body in ["one", "two"] {
+        ok(
+            &alice,
+            "write_mail",
+            json!({"recipient": "bob", "body": body}),
+        )
+        .await;
+    }
+    let bob_args = json!({"project_handle": "web", "handle": "bob"});
+
+    let seen = ok(&alice, "get_member_context", bob_args.clone()).await;
+    assert_eq!(seen["identity"], "bob@web");
+    assert_eq!(seen["member"]["role"], "backend");
+    assert_eq!(seen["member"]["status"], "active");
+    for private in ["unread", "read"] {
+        assert!(
+            seen.get(private).is_none(),
+            "alice sees bob's {private}: {seen}"
+        );
+    }
+    let text = text(&call(&alice, "get_member_context", bob_args.clone()).await);
+    assert!(!text.contains("unread"), "{text}");
+
+    for owner in [&bob, &human, &op] {
+        let own = ok(owner, "get_member_context", bob_args.clone()).await;
+        assert_eq!(
+            (&own["unread"], &own["read"]),
+            (&json!(2), &json!(0)),
+            "{own}"
+        );
+    }
+    let mine = ok(&alice, "get_member_context", json!({})).await;
+    assert_eq!(
+        (&mine["identity"], &mine["unread"]),
+        (&json!("alice@web"), &json!(0))
+    );
+}

@@ -43,8 +43,8 @@ pub struct MemberContext {
     pub address: Address,
     pub project: Option<Project>,
     pub member: Option<Member>,
-    pub unread: usize,
-    pub read: usize,
+    /// The mailbox's pending mail (unread, read), shown only to whoever may read the mailbox.
+    pub pending: Option<(usize, usize)>,
 }
 
 fn name(what: &'static str, s: &str) -> Result<Name> {
@@ -680,19 +680,36 @@ impl Mailroom<'_> {
         Ok(member)
     }
 
+    /// `me`'s own context, its pending mail counted.
     pub fn member_context(&self, me: &Address) -> Result<MemberContext> {
-        let (project, member) = match me.project() {
-            Some(p) => (self.store.project(p)?, self.store.member(p, &me.handle)?),
+        self.member_context_seen_by(Some(me), me)
+    }
+
+    /// The context of `who` as `viewer` may see it (`None`: the operator's view): the roster's
+    /// public facts for anyone, and how much mail is pending only for the mailbox's owner and
+    /// the operator, who may read it; to anyone else a mailbox's contents are not theirs to know.
+    pub fn member_context_seen_by(
+        &self,
+        viewer: Option<&Address>,
+        who: &Address,
+    ) -> Result<MemberContext> {
+        let (project, member) = match who.project() {
+            Some(p) => (self.store.project(p)?, self.store.member(p, &who.handle)?),
             None => (None, None),
         };
-        let pending = self.store.pending(me)?;
-        let count = |s: State| pending.messages.iter().filter(|m| m.state == s).count();
+        let may_read = viewer.is_none_or(|v| v == who || v.is_human());
+        let pending = if may_read {
+            let pending = self.store.pending(who)?;
+            let count = |s: State| pending.messages.iter().filter(|m| m.state == s).count();
+            Some((count(State::Unread), count(State::Read)))
+        } else {
+            None
+        };
         Ok(MemberContext {
-            address: me.clone(),
+            address: who.clone(),
             project,
             member,
-            unread: count(State::Unread),
-            read: count(State::Read),
+            pending,
         })
     }
 }

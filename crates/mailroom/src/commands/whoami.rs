@@ -59,7 +59,9 @@ pub fn whoami(ctx: &mut Ctx) -> Result<()> {
             )
         }
     }
-    crate::outln!("pending:  {} unread, {} read", c.unread, c.read);
+    // whoami shows one's own context, which always counts the pending mail.
+    let (unread, read) = c.pending.unwrap_or_default();
+    crate::outln!("pending:  {unread} unread, {read} read");
     crate::outln!("home:     {home}");
     if let Some(r) = repo {
         crate::outln!("repo:     {r}");
