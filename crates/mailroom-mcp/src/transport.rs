@@ -1,12 +1,15 @@
 //! Newline-delimited JSON-RPC over a byte stream (stdio), answering what rmcp's own stdio
-//! transport passes over in silence: a line that is not JSON gets a parse error (-32700), a
-//! line that is JSON but no MCP message gets an invalid-request error (-32600, with its id when
-//! it has one), and a line over [`MAX_LINE`] is skipped with an error. Every line a client sends
-//! is answered, and none stops the server.
+//! transport passes over in silence: a line serde cannot read gets a parse error (-32700), a
+//! line that is JSON but no MCP message gets an invalid-request error (-32600), a known method
+//! with params it cannot take gets invalid params (-32602), a batch gets -32600 for each of its
+//! requests, and a line over [`MAX_LINE`] is skipped with an error. Each answer carries the
+//! request's id whenever the line still shows it. Every line a client sends is answered, and
+//! none stops the server.
 
 use std::sync::Arc;
 
 use rmcp::RoleServer;
+use rmcp::model::{CallToolRequestParams, ClientRequest, JsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -87,6 +90,186 @@ fn error_line(id: Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
+/// The methods of MCP requests rmcp knows: a request naming one whose params rmcp could not
+/// read arrives as a custom request, and is answered "invalid params", not "method not found".
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "logging/setLevel",
+    "completion/complete",
+];
+
+/// What one line is: a message for rmcp, or the error answering it. An answer carries the
+/// request's id wherever the line still shows it (JSON-RPC 2.0: null only when it cannot be
+/// determined).
+fn answer_to(line: &[u8]) -> Result<RxJsonRpcMessage<RoleServer>, Value> {
+    match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
+        Ok(JsonRpcMessage::Request(r)) => match &r.request {
+            ClientRequest::CustomRequest(c) if KNOWN_METHODS.contains(&c.method.as_str()) => {
+                let id = serde_json::to_value(&r.id).unwrap_or(Value::Null);
+                let why = match (c.method.as_str(), &c.params) {
+                    ("tools/call", Some(params)) => {
+                        serde_json::from_value::<CallToolRequestParams>(params.clone())
+                            .err()
+                            .map(|e| format!(": {e}"))
+                            .unwrap_or_default()
+                    }
+                    _ => String::new(),
+                };
+                Err(error_line(
+                    id,
+                    -32602,
+                    &format!(
+                        "invalid params for {}{why} (tools/call takes a name and an object of arguments)",
+                        c.method
+                    ),
+                ))
+            }
+            _ => Ok(JsonRpcMessage::Request(r)),
+        },
+        Ok(message) => Ok(message),
+        Err(e) => match serde_json::from_slice::<Value>(line) {
+            // Not JSON serde can read: invalid UTF-8, bad syntax, a number out of range,
+            // nesting past serde's limit. The id may still be legible.
+            Err(e) => Err(error_line(
+                scan_id(line).unwrap_or(Value::Null),
+                -32700,
+                &format!("parse error: {e}"),
+            )),
+            Ok(Value::Array(items)) => Err(refuse_batch(&items)),
+            Ok(v) => Err(error_line(
+                legible_id(v.get("id")),
+                -32600,
+                &format!("invalid request: {e}"),
+            )),
+        },
+    }
+}
+
+/// A request id as JSON-RPC allows it (a string or an integer), else null.
+fn legible_id(id: Option<&Value>) -> Value {
+    match id {
+        Some(id @ Value::String(_)) => id.clone(),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Value::Number(n.clone()),
+        _ => Value::Null,
+    }
+}
+
+/// The answer to a batch (a JSON array of messages). MCP 2025-03-26 allowed batches; 2025-06-18
+/// removed them, and this server serves every revision the same way: each request of the
+/// batch gets its own -32600 (in one array, as JSON-RPC answers a batch), so no client waits
+/// forever on an id; a batch with no request in it (empty, or only notifications) gets one.
+fn refuse_batch(items: &[Value]) -> Value {
+    const WHY: &str = "batches are not supported (MCP removed them in 2025-06-18): send each message on its own line";
+    let answers: Vec<Value> = items
+        .iter()
+        .filter(|item| item.get("method").is_some())
+        .filter_map(|item| match legible_id(item.get("id")) {
+            Value::Null => None,
+            id => Some(error_line(id, -32600, WHY)),
+        })
+        .collect();
+    if answers.is_empty() {
+        error_line(Value::Null, -32600, WHY)
+    } else {
+        Value::Array(answers)
+    }
+}
+
+/// The top-level `"id"` of a line serde cannot read, when it is a string or an integer that
+/// reads whole: one pass over the bytes (any nesting depth, any bytes inside strings).
+fn scan_id(line: &[u8]) -> Option<Value> {
+    let mut i = skip_ws(line, 0);
+    if line.get(i) != Some(&b'{') {
+        return None;
+    }
+    let mut depth = 0usize;
+    // Whether the next string at depth 1 is a member name.
+    let mut key = false;
+    while let Some(&b) = line.get(i) {
+        match b {
+            b'{' | b'[' => {
+                depth += 1;
+                key = depth == 1;
+                i += 1;
+            }
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return None;
+                }
+                i += 1;
+            }
+            b',' => {
+                key = depth == 1;
+                i += 1;
+            }
+            b'"' => {
+                let end = string_end(line, i)?;
+                let is_id = depth == 1 && key && &line[i..end] == b"\"id\"";
+                key = false;
+                i = end;
+                if is_id {
+                    i = skip_ws(line, i);
+                    if line.get(i) != Some(&b':') {
+                        return None;
+                    }
+                    return read_id(line, skip_ws(line, i + 1));
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+fn skip_ws(line: &[u8], mut i: usize) -> usize {
+    while line.get(i).is_some_and(|b| b.is_ascii_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// The index just past the string starting at `start` (a `"`).
+fn string_end(line: &[u8], start: usize) -> Option<usize> {
+    let mut j = start + 1;
+    loop {
+        match line.get(j)? {
+            b'\\' => j += 2,
+            b'"' => return Some(j + 1),
+            _ => j += 1,
+        }
+    }
+}
+
+/// The id value at `i`: a string, or an integer.
+fn read_id(line: &[u8], i: usize) -> Option<Value> {
+    let end = match line.get(i)? {
+        b'"' => string_end(line, i)?,
+        _ => {
+            let len = line[i..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit() || b"-+.eE".contains(b))
+                .count();
+            i + len
+        }
+    };
+    let v = serde_json::from_slice::<Value>(&line[i..end]).ok()?;
+    match legible_id(Some(&v)) {
+        Value::Null => None,
+        id => Some(id),
+    }
+}
+
 impl<R, W> rmcp::transport::Transport<RoleServer> for Lines<R, W>
 where
     R: tokio::io::AsyncRead + Unpin + Send + 'static,
@@ -120,18 +303,9 @@ where
                     if line.is_empty() {
                         continue;
                     }
-                    match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
+                    match answer_to(line) {
                         Ok(message) => return Some(message),
-                        Err(e) => match serde_json::from_slice::<Value>(line) {
-                            Err(_) => error_line(Value::Null, -32700, &format!("parse error: {e}")),
-                            Ok(v) => {
-                                let id = match v.get("id") {
-                                    Some(id @ (Value::Number(_) | Value::String(_))) => id.clone(),
-                                    _ => Value::Null,
-                                };
-                                error_line(id, -32600, &format!("invalid request: {e}"))
-                            }
-                        },
+                        Err(answer) => answer,
                     }
                 }
             };

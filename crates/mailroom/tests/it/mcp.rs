@@ -125,37 +125,40 @@ fn mcp_garbage_is_answered_and_the_server_keeps_serving() {
         "[".repeat(5_000),
         "]".repeat(5_000)
     );
-    // (what, line, the JSON-RPC error code or the tool error kind expected)
-    let table: Vec<(&str, String, &str)> = vec![
-        ("not JSON", "this is not json".into(), "-32700"),
-        ("truncated JSON", r#"{"jsonrpc":"2.0","id":2,"method":"tools/ca"#.into(), "-32700"),
-        ("JSON but not JSON-RPC", "[1, 2, 3]".into(), "-32600"),
-        ("arguments of the wrong type", json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "write_mail", "arguments": "bob"}}).to_string(), "error"),
-        ("a field of the wrong type", call(5, "write_mail", json!({"recipient": 5, "body": "x"})), "invalid"),
-        ("a missing field", call(6, "write_mail", json!({"body": "x"})), "invalid"),
-        ("an unknown field", call(7, "get_projects", json!({"surprise": 1})), "invalid"),
-        ("an unknown tool", call(8, "rm_rf", json!({})), "-32602"),
-        ("an unknown method", json!({"jsonrpc": "2.0", "id": 9, "method": "mail/steal"}).to_string(), "-32601"),
-        ("a 2 MiB argument", call(10, "write_mail", json!({"recipient": "bob", "body": "x".repeat(2 << 20)})), "invalid"),
-        ("NUL bytes in a handle", call(11, "write_mail", json!({"recipient": "bob\u{0}", "body": "x"})), "invalid"),
-        ("NUL bytes in a tool name", call(12, "read_mail\u{0}", json!({})), "-32602"),
-        ("a path as a handle", call(13, "read_mail", json!({"project_handle": "../..", "handle": "alice"})), "invalid"),
-        ("deep nesting", deep, "-32700"),
-        ("deep nesting in an argument", deep_args, "-32700"),
-        ("invalid UTF-8", "\u{FFFF}".into(), "-32700"),
+    let raw = |s: &str| s.as_bytes().to_vec();
+    // (what, line, the JSON-RPC error code or the tool error kind expected, the id answered)
+    let table: Vec<(&str, Vec<u8>, &str, Value)> = vec![
+        ("not JSON", raw("this is not json"), "-32700", Value::Null),
+        ("truncated JSON", raw(r#"{"jsonrpc":"2.0","id":2,"method":"tools/ca"#), "-32700", json!(2)),
+        ("JSON but not JSON-RPC", raw("[1, 2, 3]"), "-32600", Value::Null),
+        ("a string id, then bad syntax", raw(r#"{"jsonrpc":"2.0","id":"s-3","method":}"#), "-32700", json!("s-3")),
+        ("arguments that are a string", raw(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "write_mail", "arguments": "bob"}}).to_string()), "-32602", json!(4)),
+        ("arguments that are an array", raw(&json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {"name": "write_mail", "arguments": ["bob", "x"]}}).to_string()), "-32602", json!(41)),
+        ("a tool name that is a number", raw(&json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {"name": 7}}).to_string()), "-32602", json!(42)),
+        ("a field of the wrong type", raw(&call(5, "write_mail", json!({"recipient": 5, "body": "x"}))), "invalid", json!(5)),
+        ("a missing field", raw(&call(6, "write_mail", json!({"body": "x"}))), "invalid", json!(6)),
+        ("an unknown field", raw(&call(7, "get_projects", json!({"surprise": 1}))), "invalid", json!(7)),
+        ("an unknown tool", raw(&call(8, "rm_rf", json!({}))), "-32602", json!(8)),
+        ("an unknown method", raw(&json!({"jsonrpc": "2.0", "id": 9, "method": "mail/steal"}).to_string()), "-32601", json!(9)),
+        ("a 2 MiB argument", raw(&call(10, "write_mail", json!({"recipient": "bob", "body": "x".repeat(2 << 20)}))), "invalid", json!(10)),
+        ("NUL bytes in a handle", raw(&call(11, "write_mail", json!({"recipient": "bob\u{0}", "body": "x"}))), "invalid", json!(11)),
+        ("NUL bytes in a tool name", raw(&call(12, "read_mail\u{0}", json!({}))), "-32602", json!(12)),
+        ("a path as a handle", raw(&call(13, "read_mail", json!({"project_handle": "../..", "handle": "alice"}))), "invalid", json!(13)),
+        ("deep nesting", raw(&deep), "-32700", Value::Null),
+        ("deep nesting in an argument", raw(&deep_args), "-32700", json!(16)),
+        ("invalid UTF-8", b"{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"ping\xff\"}".to_vec(), "-32700", json!(17)),
+        ("invalid UTF-8 before a string id", b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\xfe\",\"id\":\"u\\\"8\"}".to_vec(), "-32700", json!("u\"8")),
+        ("a number out of range", raw(r#"{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"read_mail","arguments":{"limit":1e999999}}}"#), "-32700", json!(18)),
+        ("an id out of range", raw(r#"{"jsonrpc":"2.0","id":1e999999,"method":"ping"}"#), "-32700", Value::Null),
+        ("an id only inside params", raw(r#"{"jsonrpc":"2.0","params":{"id":5,"n":1e999999},"method":"ping","id":19}"#), "-32700", json!(19)),
+        ("an empty batch", raw("[]"), "-32600", Value::Null),
+        ("a batch of notifications", raw(r#"[{"jsonrpc":"2.0","method":"notifications/initialized"}]"#), "-32600", Value::Null),
     ];
-    for (i, (what, line, expect)) in table.iter().enumerate() {
-        if *what == "invalid UTF-8" {
-            mcp.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":17,\"method\":\"ping\xff\"}");
-        } else {
-            mcp.send_line(line);
-        }
+    for (i, (what, line, expect, id)) in table.iter().enumerate() {
+        mcp.send_raw(line);
         let a = mcp.answer();
+        assert_eq!(&a["id"], id, "{what}: the answer's id: {a}");
         match *expect {
-            "error" => assert!(
-                a.get("error").is_some() || a["result"]["isError"] == true,
-                "{what}: {a}"
-            ),
             code if code.starts_with('-') => {
                 assert_eq!(a["error"]["code"].to_string(), code, "{what}: {a}")
             }
@@ -173,6 +176,25 @@ fn mcp_garbage_is_answered_and_the_server_keeps_serving() {
             ping["id"],
             1000 + i,
             "{what}: the server answers after it: {ping}"
+        );
+    }
+    // A batch (MCP 2025-03-26 had them; 2025-06-18 removed them): each request in it gets its
+    // own refusal, in one array, so no client waits on an id; nothing in it runs.
+    mcp.send_line(
+        r#"[{"jsonrpc":"2.0","id":20,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"write_mail","arguments":{"recipient":"bob","body":"batched"}}}]"#,
+    );
+    let batch = mcp.answer();
+    let answers = batch.as_array().expect("a batch is answered by an array");
+    let ids: Vec<&Value> = answers.iter().map(|a| &a["id"]).collect();
+    assert_eq!(ids, [&json!(20), &json!("b")], "{batch}");
+    for a in answers {
+        assert_eq!(a["error"]["code"], -32600, "{batch}");
+        assert!(
+            a["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("batches are not supported"),
+            "{batch}"
         );
     }
     let sent = mcp.call(
