@@ -131,28 +131,22 @@ impl Mailroom<'_> {
                 if stop_hook_active {
                     return Ok(HookAnswer::default());
                 }
-                let pending = self
+                let mut pending: Vec<Stored> = self
                     .store
                     .pending(me)?
                     .messages
-                    .iter()
+                    .into_iter()
                     .filter(|s| !s.message.is_channel_entry())
                     // A handover to oneself is for the next session: it stays pending on purpose.
                     .filter(|s| {
                         !(s.message.kind == crate::message::Kind::Handover && s.message.from == *me)
                     })
-                    .count();
+                    .collect();
+                crate::message::sort_by_cheap_key(&mut pending, super::lifecycle::urgency_key);
                 Ok(HookAnswer {
                     context: None,
-                    block_stop: (pending > 0).then(|| {
-                        format!(
-                            "{pending} directed message{} still pending for {me}. Before you stop, handle each: reply (`{}`), mark it done (`{}`), or tell the operator why it stays pending. `{}` lists them.",
-                            if pending == 1 { " is" } else { "s are" },
-                            words.reply("ID"),
-                            words.done("ID"),
-                            words.inbox(),
-                        )
-                    }),
+                    block_stop: (!pending.is_empty())
+                        .then(|| render::stop_reminder(me, &pending, budget, words)),
                 })
             }
         }
