@@ -496,9 +496,19 @@ pub fn member_context_counts_pending_mail(store: &dyn Store) {
     .expect("send with only a subject");
     let ctx = m.member_context(&addr("bob@web")).expect("context");
     assert_eq!(ctx.address, addr("bob@web"));
-    assert_eq!((ctx.unread, ctx.read), (2, 1));
+    assert_eq!(ctx.pending, Some((2, 1)));
     assert_eq!(ctx.member.map(|mb| mb.role), Some("backend".to_owned()));
     assert_eq!(ctx.project.map(|p| p.name), Some(name("web")));
+    // Another member sees the roster's facts, not how much waits in the mailbox; HUMAN does.
+    let seen = m
+        .member_context_seen_by(Some(&addr("alice@web")), &addr("bob@web"))
+        .expect("context seen by another");
+    assert_eq!(seen.pending, None);
+    assert_eq!(seen.member.map(|mb| mb.role), Some("backend".to_owned()));
+    let operator = m
+        .member_context_seen_by(Some(&Address::human()), &addr("bob@web"))
+        .expect("context seen by HUMAN");
+    assert_eq!(operator.pending, Some((2, 1)));
 }
 
 pub fn names_match_in_any_case_and_keep_the_first_spelling(store: &dyn Store) {
