@@ -91,15 +91,45 @@ pub fn is_invisible(c: char) -> bool {
         )
 }
 
+/// Whether a script needs `c` inside words, so body text keeps it: the zero-width non-joiner
+/// and joiner (Persian, Indic scripts, emoji sequences) and the bidi marks (right-to-left
+/// text). None of them breaks a line, reorders text across a line, or starts one: a body line
+/// always starts with the renderer's `> `.
+fn is_needed_by_scripts(c: char) -> bool {
+    matches!(c, '\u{200c}'..='\u{200f}' | '\u{061c}')
+}
+
 /// Whether body text shows `c` escaped: every C0 and C1 control but newline and tab (they move
-/// the cursor, erase lines, or write the clipboard), every other line break, the reordering
-/// bidi controls and the tag characters. Zero-width joiners and bidi marks stay: emoji and
-/// right-to-left scripts need them, and they cannot move text out of its line.
-fn is_escaped_in_body(c: char) -> bool {
+/// the cursor, erase lines, or write the clipboard), every other line break, and every
+/// invisible character ([`is_invisible`]: bidi embeddings, overrides and isolates, the zero-width
+/// space, U+FEFF, word joiners and invisible operators, tag characters) but the few scripts
+/// need ([`is_needed_by_scripts`]).
+pub fn is_escaped_in_body(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || (is_line_break(c) && c != '\n')
-        || is_reordering(c)
-        || matches!(c, '\u{e0000}'..='\u{e007f}')
+        || (is_invisible(c) && !is_needed_by_scripts(c))
+}
+
+/// `json` (serde_json's compact output) with every character [`is_escaped_in_body`] names
+/// written as a JSON `\uXXXX` escape: the same JSON value, but no string in it can end a line,
+/// move a cursor or reorder text for a model or a terminal that reads the text as it is (serde
+/// escapes only the C0 controls, leaving NEL, U+2028, U+2029 and bidi controls raw).
+pub fn visible_json(json: &str) -> String {
+    if !json.chars().any(is_escaped_in_body) {
+        return json.to_owned();
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if is_escaped_in_body(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Writes `c` visibly, as `\u{1b}`.
@@ -223,6 +253,39 @@ mod tests {
         let long = "x".repeat(MAX_FIELD_CHARS + 1);
         assert_eq!(field(&long), format!("{}…", "x".repeat(MAX_FIELD_CHARS)));
         assert_eq!(field("plain subject"), "plain subject");
+    }
+
+    #[test]
+    fn body_text_escapes_invisibles_but_keeps_what_scripts_need() {
+        let mut out = String::new();
+        write_body_line(
+            &mut out,
+            "a\u{200b}b\u{feff}c\u{2060}d\u{202e}e\u{2066}f\u{200c}g\u{200d}h\u{200f}i",
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            "a\\u{200b}b\\u{feff}c\\u{2060}d\\u{202e}e\\u{2066}f\u{200c}g\u{200d}h\u{200f}i"
+        );
+    }
+
+    #[test]
+    fn visible_json_is_the_same_value_with_no_raw_break_or_invisible() {
+        let value =
+            serde_json::json!({"s": "a\u{2028}b\u{85}c\u{202e}d\u{e0041}e\u{1b}f\u{200d}g\n"});
+        let raw = value.to_string();
+        assert!(raw.contains('\u{2028}') && raw.contains('\u{85}'));
+        let shown = visible_json(&raw);
+        assert!(!shown.chars().any(is_escaped_in_body), "{shown}");
+        assert!(
+            shown.contains("\\u2028") && shown.contains("\\udb40\\udc41"),
+            "{shown}"
+        );
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&shown).unwrap(),
+            value
+        );
+        assert_eq!(visible_json("{\"a\":1}"), "{\"a\":1}");
     }
 
     #[test]

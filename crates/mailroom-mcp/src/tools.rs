@@ -655,7 +655,9 @@ fn framed(
 /// A result whose text is its JSON (the MCP convention for structured results).
 fn plain(structured: Value) -> Outcome {
     Outcome {
-        text: structured.to_string(),
+        // Subjects, bodies and roles in it reach the model as text: no raw line break (NEL,
+        // U+2028) or invisible character, as in every other rendering.
+        text: mailroom_core::text::visible_json(&structured.to_string()),
         structured,
     }
 }

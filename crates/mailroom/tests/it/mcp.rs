@@ -11,14 +11,14 @@ use serde_json::{Value, json};
 use crate::support::{BIN, Home};
 
 /// A running `mailroom mcp` and the lines it answers.
-struct Mcp {
+pub(crate) struct Mcp {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
 }
 
 impl Mcp {
-    fn start(home: &Home, args: &[&str]) -> Mcp {
+    pub(crate) fn start(home: &Home, args: &[&str]) -> Mcp {
         let mut child = Command::new(BIN)
             .env_remove("MAILROOM_AS")
             .env_remove("MAILROOM_URL")
@@ -82,7 +82,7 @@ impl Mcp {
         self.answer()
     }
 
-    fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
+    pub(crate) fn call(&mut self, id: u64, tool: &str, args: Value) -> Value {
         self.request(json!({
             "jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": tool, "arguments": args},
@@ -90,7 +90,7 @@ impl Mcp {
     }
 
     /// Closes stdin and returns the exit code.
-    fn finish(mut self) -> i32 {
+    pub(crate) fn finish(mut self) -> i32 {
         drop(self.stdin.take());
         self.child
             .wait()
