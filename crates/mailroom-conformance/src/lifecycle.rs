@@ -161,7 +161,7 @@ pub fn done_without_ids_is_invalid(store: &dyn Store) {
     let m = mailroom(store);
     let e = err(m.done(&addr("bob@web"), &[]));
     assert_eq!(e.kind(), ErrorKind::Invalid);
-    assert!(matches!(e, Error::Invalid(_)), "{e:?}");
+    assert_eq!(e.fix(), Some(mailroom_core::Fix::NameIds), "{e:?}");
 }
 
 pub fn done_checks_every_id_before_moving_any(store: &dyn Store) {
