@@ -37,16 +37,32 @@ class Agent:
         self.session = session
         self.who = who
         self.schemas = {}
+        self.inputs = {}
 
     async def list(self):
         tools = (await self.session.list_tools()).tools
         self.schemas = {t.name: t.output_schema for t in tools}
+        self.inputs = {t.name: t.input_schema for t in tools}
+        for t in tools:
+            # Gemini CLI refuses a property typed ["string", "null"]: optional inputs are plain.
+            props = t.input_schema.get("properties", {})
+            nullable = [k for k, p in props.items() if not isinstance(p.get("type"), str)]
+            check(f"{t.name} input properties have one plain type", not nullable, nullable)
         return tools
 
     async def call(self, tool, args, expect_error=False):
+        if not expect_error and tool in self.inputs:
+            # The calls that succeed are calls a schema-checking client would send.
+            try:
+                jsonschema.validate(args, self.inputs[tool])
+            except jsonschema.ValidationError as e:
+                check(f"{tool} arguments match its input schema", False, e.message)
         r = await self.session.call_tool(tool, args)
         s = r.structured_content
         check(f"{self.who} {tool} is_error={expect_error}", bool(r.is_error) == expect_error, r.content)
+        if r.is_error and isinstance(s, dict) and "error" in s:
+            # Advice over MCP names tool fields, never a command-line flag.
+            check(f"{tool} error names no CLI flag", "--" not in s["error"]["message"], s["error"]["message"])
         check(f"{tool} structured content is an object", isinstance(s, dict), s)
         try:
             jsonschema.validate(s, self.schemas[tool])

@@ -63,18 +63,34 @@ class Agent {
 
   async list() {
     const { tools } = await this.client.listTools();
+    this.inputs = {};
     for (const t of tools) {
       try {
         this.validators[t.name] = ajv.compile(t.outputSchema);
       } catch (e) {
         check(`${t.name} output schema compiles`, false, e.message);
       }
+      try {
+        this.inputs[t.name] = ajv.compile(t.inputSchema);
+      } catch (e) {
+        check(`${t.name} input schema compiles`, false, e.message);
+      }
+      // Gemini CLI refuses a property typed ["string", "null"]: optional inputs are plain.
+      const nullable = Object.entries(t.inputSchema.properties ?? {})
+        .filter(([, p]) => typeof p.type !== "string")
+        .map(([k]) => k);
+      check(`${t.name} input properties have one plain type`, nullable.length === 0, nullable);
     }
     return tools;
   }
 
   async call(tool, args, expectError = false) {
     this.called.add(tool);
+    const input = this.inputs?.[tool];
+    if (!expectError && input !== undefined && !input(args)) {
+      // The calls that succeed are calls a schema-checking client would send.
+      check(`${tool} arguments match its input schema`, false, ajv.errorsText(input.errors));
+    }
     let r;
     try {
       r = await this.client.callTool({ name: tool, arguments: args });
@@ -86,6 +102,10 @@ class Agent {
     const s = r.structuredContent;
     check(`${this.who} ${tool} isError=${expectError}`, Boolean(r.isError) === expectError, r.content);
     check(`${tool} structured content is an object`, s !== null && typeof s === "object" && !Array.isArray(s), s);
+    if (r.isError && s?.error?.message !== undefined) {
+      // Advice over MCP names tool fields, never a command-line flag.
+      check(`${tool} error names no CLI flag`, !s.error.message.includes("--"), s.error.message);
+    }
     const validate = this.validators[tool];
     const ok = validate !== undefined && validate(s);
     check(`${tool} matches its output schema`, ok, validate ? ajv.errorsText(validate.errors) : "no schema listed");
