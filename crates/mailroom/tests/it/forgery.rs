@@ -240,6 +240,16 @@ fn assert_tool_text(what: &str, answer: &Value, ids: &HashSet<String>) {
     }
 }
 
+/// Every string in a JSON value.
+fn strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items.iter().flat_map(strings).collect(),
+        Value::Object(o) => o.values().flat_map(strings).collect(),
+        _ => Vec::new(),
+    }
+}
+
 fn hook(home: &Home, cwd: &str, event: &str) -> Option<Value> {
     let out = home
         .cmd(["hook", "claude", event])
@@ -295,6 +305,30 @@ fn one_case(body: &str, subject: &str, role: &str, from: &str, channel: &str) {
     assert_framed("UserPromptSubmit", text, &ids);
     let stop = hook(&home, &cwd, "Stop").expect("directed mail is pending");
     assert_stop(stop["reason"].as_str().unwrap(), &ids);
+    // The other harnesses' hooks, whatever JSON shape each answers in: every text in it.
+    for harness in ["codex", "gemini"] {
+        for event in ["SessionStart", "Stop"] {
+            let out = home
+                .cmd(["hook", harness, event])
+                .stdin(json!({"cwd": cwd, "stop_hook_active": false}).to_string())
+                .ok()
+                .stdout;
+            let what = format!("{harness} {event}");
+            let texts = match serde_json::from_str::<Value>(&out) {
+                Ok(v) => strings(&v),
+                Err(_) => vec![out.clone()],
+            };
+            for text in texts {
+                if text.starts_with("=== mailroom: ") {
+                    assert_framed(&what, &text, &ids);
+                } else if text.contains(" directed message") {
+                    assert_stop(&text, &ids);
+                } else {
+                    assert_no_raw(&what, &text);
+                }
+            }
+        }
+    }
 
     // The MCP tools, as the reader and as the sender; the hooks marked what they showed read,
     // so one more arrives for wait_mail.
