@@ -68,7 +68,7 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
         env.cwd = Some(cwd);
     }
     // Cursor has no `cwd` in its common input: its project is the first workspace root.
-    if env.cwd.is_none()
+    if input.get("cwd").is_none()
         && let Some(root) = input
             .get("workspace_roots")
             .and_then(Value::as_array)
