@@ -816,42 +816,64 @@ pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
         changes.extend(files.into_iter().map(|(p, b, a)| (*h, p, b, a)));
     }
     let mut report = Vec::new();
+    let mut text = Vec::new();
     for h in &list {
         let mine: Vec<_> = changes.iter().filter(|c| c.0 == *h && c.2 != c.3).collect();
+        let mut files = Vec::new();
         for (_, path, before, after) in &mine {
-            crate::outln!(
-                "{}",
-                unified_diff(path, before.as_deref(), after.as_deref()).trim_end()
-            );
+            let diff = unified_diff(path, before.as_deref(), after.as_deref());
+            text.push(diff.trim_end().to_owned());
+            files.push(json!({"path": path, "diff": diff}));
         }
-        let verb = match (mine.is_empty(), args.uninstall, args.dry_run) {
-            (true, false, _) => "already set up: nothing to change".to_owned(),
-            (true, true, _) => "nothing of mailroom's there: nothing to change".to_owned(),
-            (false, u, d) => format!(
-                "{} {} file{}{}",
+        let (status, verb) = match (mine.is_empty(), args.uninstall, args.dry_run) {
+            (true, false, _) => ("unchanged", "already set up: nothing to change".to_owned()),
+            (true, true, _) => (
+                "unchanged",
+                "nothing of mailroom's there: nothing to change".to_owned(),
+            ),
+            (false, u, d) => (
                 if d {
-                    "would change"
+                    "dry_run"
                 } else if u {
-                    "removed from"
+                    "removed"
                 } else {
                     "changed"
                 },
-                mine.len(),
-                if mine.len() == 1 { "" } else { "s" },
-                if d { " (dry run: nothing written)" } else { "" }
+                format!(
+                    "{} {} file{}{}",
+                    if d {
+                        "would change"
+                    } else if u {
+                        "removed from"
+                    } else {
+                        "changed"
+                    },
+                    mine.len(),
+                    if mine.len() == 1 { "" } else { "s" },
+                    if d { " (dry run: nothing written)" } else { "" }
+                ),
             ),
         };
         report.push(json!({"harness": harness_name(*h), "scope": scope.as_str(),
-            "files": mine.iter().map(|c| json!({"path": c.1, "diff": unified_diff(&c.1, c.2.as_deref(), c.3.as_deref())})).collect::<Vec<_>>()}));
-        crate::outln!("{} ({}): {verb}", harness_name(*h), scope.as_str());
+            "status": status, "files": files}));
+        text.push(format!("{} ({}): {verb}", harness_name(*h), scope.as_str()));
+    }
+    if !args.dry_run {
+        for (_, path, before, after) in &changes {
+            if before != after {
+                write_file(path, after.as_deref())?;
+            }
+        }
+    }
+    if cli.json {
+        crate::output::print_json(&json!({ "harnesses": report }));
+        return Ok(());
+    }
+    for line in &text {
+        crate::outln!("{line}");
     }
     if args.dry_run {
         return Ok(());
-    }
-    for (_, path, before, after) in &changes {
-        if before != after {
-            write_file(path, after.as_deref())?;
-        }
     }
     if !args.uninstall && changes.iter().any(|c| c.2 != c.3) {
         let notes: Vec<&str> = list
