@@ -102,7 +102,7 @@ fn existing(m: &Machine, harness: &str) {
             );
             m.write(
                 &r.join(".claude/settings.json"),
-                "{\n  // the team's settings\n  \"permissions\": { \"allow\": [\"Bash(cargo test:*)\"] },\n  \"hooks\": {\n    \"Stop\": [\n      { \"hooks\": [{ \"type\": \"command\", \"command\": \"notify-send done\" }] }\n    ]\n  }\n}\n",
+                "{\n  \"permissions\": { \"allow\": [\"Bash(cargo test:*)\"] },\n  \"hooks\": {\n    \"Stop\": [\n      { \"hooks\": [{ \"type\": \"command\", \"command\": \"notify-send done\" }] }\n    ]\n  }\n}\n",
             );
         }
         "codex" => {
@@ -335,6 +335,24 @@ fn refusals_change_nothing_and_say_what_to_do() {
     assert_eq!(all.code, 2, "{}", all.stderr);
     assert_eq!(m.files(), before);
     std::fs::remove_file(m.repo().join(".gemini/settings.json")).unwrap();
+
+    // Claude Code reads its settings as plain JSON: a comment would make it drop the file.
+    m.write(
+        &m.repo().join(".claude/settings.json"),
+        "{\n  // mine\n  \"model\": \"opus\"\n}\n",
+    );
+    let before = m.files();
+    let commented = m.setup(["claude"]).run();
+    assert_eq!(commented.code, 2, "{}", commented.stderr);
+    assert!(
+        commented
+            .stderr
+            .contains("plain JSON, which has no comments"),
+        "{}",
+        commented.stderr
+    );
+    assert_eq!(m.files(), before);
+    std::fs::remove_file(m.repo().join(".claude/settings.json")).unwrap();
 
     // A symlinked config.
     let elsewhere = m.home.root().join("dotfiles-settings.json");

@@ -42,6 +42,7 @@ pub fn edit(
     text: Option<&str>,
     pieces: &[JsonPiece],
     skeleton: &Value,
+    strict: bool,
     remove: bool,
     is_ours: &dyn Fn(&str) -> bool,
 ) -> Result<Option<String>> {
@@ -50,7 +51,18 @@ pub fn edit(
         _ if remove => return Ok(text.map(str::to_owned)),
         _ => new_document(skeleton),
     };
-    let root = CstRootNode::parse(&source, &ParseOptions::default())
+    // The CST parser keeps comments whatever its options say: plain JSON is checked with a
+    // plain JSON parser.
+    if strict && let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&source) {
+        return Err(if CstRootNode::parse(&source, &options(false)).is_ok() {
+            anyhow!(
+                "the harness reads it as plain JSON, which has no comments or trailing commas ({e}); remove them first"
+            )
+        } else {
+            anyhow!("it is not valid JSON: {e}")
+        });
+    }
+    let root = CstRootNode::parse(&source, &options(strict))
         .map_err(|e| anyhow!("it is not valid JSON: {e}"))?;
     let Some(obj) = root.object_value() else {
         return Err(anyhow!("it does not hold a JSON object"));
@@ -69,10 +81,27 @@ pub fn edit(
     Ok(Some(out))
 }
 
+/// What a harness accepts: plain JSON (`strict`), or JSON with comments and trailing commas
+/// (JSONC); never JSON5's extras, which no harness reads.
+pub fn options(strict: bool) -> ParseOptions {
+    ParseOptions {
+        allow_comments: !strict,
+        allow_trailing_commas: !strict,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
+}
+
 fn new_document(skeleton: &Value) -> String {
     match skeleton.as_object() {
         Some(o) if !o.is_empty() => {
-            let root = CstRootNode::parse("{}\n", &ParseOptions::default());
+            let root = CstRootNode::parse("{}\n", &options(true));
             if let Ok(root) = root {
                 root.set_value(input(skeleton));
                 return root.to_string();
@@ -344,15 +373,15 @@ mod tests {
     #[test]
     fn adding_then_removing_gives_the_original_bytes_back() {
         let original = "{\n  // mine\n  \"mcpServers\": {\n    \"other\": {\"command\": \"x\"}\n  },\n  \"hooks\": {\n    \"Stop\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"say bye\"}]}\n    ]\n  },\n  \"model\": \"opus\"\n}\n";
-        let added = edit(Some(original), &pieces(), &json!({}), false, &ours)
+        let added = edit(Some(original), &pieces(), &json!({}), false, false, &ours)
             .unwrap()
             .unwrap();
         assert!(added.contains("// mine") && added.contains("mailroom hook claude Stop"));
-        let again = edit(Some(&added), &pieces(), &json!({}), false, &ours)
+        let again = edit(Some(&added), &pieces(), &json!({}), false, false, &ours)
             .unwrap()
             .unwrap();
         assert_eq!(again, added, "idempotent");
-        let removed = edit(Some(&added), &pieces(), &json!({}), true, &ours)
+        let removed = edit(Some(&added), &pieces(), &json!({}), false, true, &ours)
             .unwrap()
             .unwrap();
         assert_eq!(removed, original);
@@ -360,11 +389,11 @@ mod tests {
 
     #[test]
     fn a_new_file_goes_away_again() {
-        let added = edit(None, &pieces(), &json!({}), false, &ours)
+        let added = edit(None, &pieces(), &json!({}), false, false, &ours)
             .unwrap()
             .unwrap();
         assert_eq!(
-            edit(Some(&added), &pieces(), &json!({}), true, &ours).unwrap(),
+            edit(Some(&added), &pieces(), &json!({}), false, true, &ours).unwrap(),
             None
         );
     }

@@ -159,6 +159,9 @@ enum Piece {
         pieces: Vec<JsonPiece>,
         /// What a file setup creates starts as (Cursor's hooks.json has a `version`).
         skeleton: Value,
+        /// The harness parses it as plain JSON: comments or trailing commas would make it
+        /// drop the whole file, so setup refuses to add to such a file.
+        strict: bool,
     },
     /// Codex's `config.toml`: `[mcp_servers.mailroom]`.
     Toml {
@@ -243,6 +246,7 @@ fn plan(harness: Harness, scope: Scope, places: &Places, inv: &Invocation) -> Re
                         value: server,
                     }],
                     skeleton: json!({}),
+                    strict: true,
                 },
                 Piece::Json {
                     path: settings,
@@ -260,6 +264,7 @@ fn plan(harness: Harness, scope: Scope, places: &Places, inv: &Invocation) -> Re
                         ),
                     }],
                     skeleton: json!({}),
+                    strict: true,
                 },
             ]
         }
@@ -296,6 +301,7 @@ fn plan(harness: Harness, scope: Scope, places: &Places, inv: &Invocation) -> Re
                         ),
                     }],
                     skeleton: json!({}),
+                    strict: true,
                 },
             ]
         }
@@ -328,6 +334,7 @@ fn plan(harness: Harness, scope: Scope, places: &Places, inv: &Invocation) -> Re
                     },
                 ],
                 skeleton: json!({}),
+                strict: false,
             }]
         }
         Harness::Cursor => {
@@ -345,6 +352,7 @@ fn plan(harness: Harness, scope: Scope, places: &Places, inv: &Invocation) -> Re
                         value: stdio,
                     }],
                     skeleton: json!({}),
+                    strict: false,
                 },
                 Piece::Json {
                     path: dir.join("hooks.json"),
@@ -357,6 +365,7 @@ fn plan(harness: Harness, scope: Scope, places: &Places, inv: &Invocation) -> Re
                         ),
                     }],
                     skeleton: json!({"version": 1}),
+                    strict: false,
                 },
             ]
         }
@@ -388,6 +397,7 @@ fn plan(harness: Harness, scope: Scope, places: &Places, inv: &Invocation) -> Re
                         value: json!({"type": "local", "command": command, "enabled": true}),
                     }],
                     skeleton: json!({"$schema": "https://opencode.ai/config.json"}),
+                    strict: false,
                 },
                 Piece::Whole {
                     path: plugin_dir.join("mailroom.js"),
@@ -527,9 +537,14 @@ fn apply(
     };
     match piece {
         Piece::Json {
-            pieces, skeleton, ..
-        } => jsonc::edit(text, pieces, skeleton, remove, &|c| is_ours(c, harness))
-            .map_err(unparsable),
+            pieces,
+            skeleton,
+            strict,
+            ..
+        } => jsonc::edit(text, pieces, skeleton, *strict, remove, &|c| {
+            is_ours(c, harness)
+        })
+        .map_err(unparsable),
         Piece::Toml { command, args, .. } => {
             toml_edit_server(text, command, args, remove).map_err(unparsable)
         }
