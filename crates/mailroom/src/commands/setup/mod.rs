@@ -410,8 +410,8 @@ fn plan(harness: Harness, scope: Scope, places: &Places, inv: &Invocation) -> Re
 
 /// The OpenCode plugin: it runs `mailroom hook opencode EVENT` (Claude Code's JSON shape) at
 /// the moments OpenCode's plugin API offers (docs: plugins, "Events"):
-/// - the first model request of a session: the SessionStart injection, added to the system
-///   prompt (`experimental.chat.system.transform`);
+/// - the session's requests: the SessionStart injection, asked for at its first request and
+///   kept in the system prompt (`experimental.chat.system.transform`);
 /// - after every tool (`tool.execute.after`): new mail, appended to the tool's output;
 /// - when the session goes idle (`session.idle`): the stop reminder, sent once as a new prompt
 ///   (`client.session.prompt`).
@@ -444,14 +444,19 @@ function hook(event, input) {{
 const context = (answer) => answer?.hookSpecificOutput?.additionalContext;
 
 export const Mailroom = async ({{ client, directory }}) => {{
-  const started = new Set();
+  // The SessionStart injection, asked for once per session and kept in the system prompt of
+  // each of its requests (OpenCode builds the system prompt anew for every request, and its
+  // first one may be a side request such as the title).
+  const started = new Map();
   const reminded = new Set();
   return {{
     "experimental.chat.system.transform": async (input, output) => {{
       const id = input?.sessionID;
-      if (!id || started.has(id)) return;
-      started.add(id);
-      const text = context(hook("SessionStart", {{ cwd: directory, session_id: id }}));
+      if (!id) return;
+      if (!started.has(id)) {{
+        started.set(id, context(hook("SessionStart", {{ cwd: directory, session_id: id }})));
+      }}
+      const text = started.get(id);
       if (text) output.system.push(text);
     }},
     "tool.execute.after": async (input, output) => {{
