@@ -2,6 +2,10 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `--project` given without a value (what `setup --project` means): a NUL, which no argument
+/// can hold, so it never collides with a value typed, not even an empty one.
+pub const PROJECT_ALONE: &str = "\0";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "mailroom",
@@ -25,7 +29,7 @@ pub struct Cli {
 
     /// The project (default: .mailroom.toml's, else "default"). `setup` takes it alone, for
     /// project scope.
-    #[arg(long, global = true, value_name = "P", num_args = 0..=1, default_missing_value = "")]
+    #[arg(long, global = true, value_name = "P", num_args = 0..=1, default_missing_value = PROJECT_ALONE)]
     pub project: Option<String>,
 
     /// Print machine-readable JSON on stdout.

@@ -51,7 +51,7 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(cli: &Cli, env: &Env) -> Result<Ctx> {
-        if cli.project.as_deref() == Some("")
+        if cli.project.as_deref() == Some(crate::cli::PROJECT_ALONE)
             && !matches!(cli.command, crate::cli::Command::Setup(_))
         {
             return Err(Error::Invalid(

@@ -397,6 +397,7 @@ fn refusals_change_nothing_and_say_what_to_do() {
             "not an absolute path",
         ),
         (vec!["claude", "--project", "--user"], "not both"),
+        (vec!["claude", "--as", "a b"], "is not a valid address"),
     ] {
         let run = m.setup(args.clone()).run();
         assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);

@@ -755,6 +755,13 @@ fn invocation(cli: &Cli, args: &SetupArgs) -> Result<Invocation> {
     };
     let mut global = Vec::new();
     if let Some(who) = &cli.as_ {
+        // Written into the harness's config: checked now, not at the harness's first start.
+        mailroom_core::address::AddressSpec::parse(who).map_err(|source| {
+            Error::InvalidAddress {
+                input: who.clone(),
+                source,
+            }
+        })?;
         global.extend(["--as".to_owned(), who.clone()]);
     }
     if let Some(home) = &cli.home {
@@ -918,9 +925,10 @@ pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
 fn scope(cli: &Cli, args: &SetupArgs) -> Result<Scope> {
     // `--project` alone (no value) asks for project scope; a value names a mailroom project,
     // which setup does not take.
+    use crate::cli::PROJECT_ALONE;
     match (cli.project.as_deref(), args.user) {
-        (Some(""), true) => Err(Error::Invalid("use --project or --user, not both".into()).into()),
-        (Some(""), false) | (None, false) => Ok(Scope::Project),
+        (Some(PROJECT_ALONE), true) => Err(Error::Invalid("use --project or --user, not both".into()).into()),
+        (Some(PROJECT_ALONE), false) | (None, false) => Ok(Scope::Project),
         (None, true) => Ok(Scope::User),
         (Some(p), _) => Err(Error::Invalid(format!(
             "setup takes --project alone (project scope), not a project name ('{p}'); put --project after the harness"
