@@ -449,6 +449,26 @@ fn check_reports_wiring_the_program_and_the_session_start_injection_without_mark
     let check = m.setup(["--check"]).ok();
     let _s = settings().bind_to_scope();
     assert_snapshot!("check", m.home.redact(&m.redact(&check.stdout)));
+    // A repository's config cannot get its own program run by --check.
+    m.write(
+        &m.repo().join(".cursor/mcp.json"),
+        "{\"mcpServers\": {\"mailroom\": {\"command\": \"./evil\"}}}",
+    );
+    m.write(
+        &m.repo().join(".gemini/settings.json"),
+        "{\"mcpServers\": {\"mailroom\": {\"command\": \"./bin/mailroom\"}}}",
+    );
+    let hostile = m.setup(["--check"]).ok();
+    assert!(
+        hostile
+            .stdout
+            .contains("program ./evil: not a mailroom program: not started")
+            && hostile
+                .stdout
+                .contains("program ./bin/mailroom: a relative path: not started"),
+        "{}",
+        hostile.stdout
+    );
     // Nothing was marked read: the real SessionStart still shows it.
     let start = m
         .home

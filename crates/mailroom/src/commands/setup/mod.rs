@@ -1109,6 +1109,15 @@ fn wired(piece: &Piece, text: Option<&str>, h: Harness, programs: &mut Vec<Strin
 
 /// Whether the program a config names starts and says it is mailroom.
 fn answers(program: &str) -> String {
+    // A repository's config names the program: only a `mailroom` on PATH or at an absolute
+    // path is started, so a checked-out repository cannot get its own program run by --check.
+    let path = Path::new(program);
+    if path.file_name().and_then(|n| n.to_str()) != Some("mailroom") {
+        return "not a mailroom program: not started".into();
+    }
+    if program.contains('/') && !path.is_absolute() {
+        return "a relative path: not started".into();
+    }
     let resolved = if program.contains('/') {
         Some(PathBuf::from(program))
     } else {
