@@ -448,7 +448,12 @@ fn check_reports_wiring_the_program_and_the_session_start_injection_without_mark
     m.setup(["codex", "--user"]).ok();
     let check = m.setup(["--check"]).ok();
     let _s = settings().bind_to_scope();
-    assert_snapshot!("check", m.home.redact(&m.redact(&check.stdout)));
+    assert_snapshot!(
+        "check",
+        m.home
+            .redact(&m.redact(&check.stdout))
+            .replace(env!("CARGO_PKG_VERSION"), "[VERSION]")
+    );
     // A repository's config cannot get its own program run by --check.
     m.write(
         &m.repo().join(".cursor/mcp.json"),
