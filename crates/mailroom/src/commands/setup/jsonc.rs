@@ -165,7 +165,27 @@ fn server(obj: &CstObject, container: &str, value: &Value, remove: bool) -> Resu
             }
         }
         None => {
-            servers.append("mailroom", input(value));
+            let text = servers.to_string();
+            if is_one_line(&text)
+                && !servers.properties().is_empty()
+                && let Some(close) = text.rfind('}')
+                && let Some(prop) = obj.get(container)
+            {
+                // The CST would spread the container over several lines for good (and
+                // --uninstall could not put it back on one): the entry goes on its line.
+                let spliced = format!(
+                    "{}, \"mailroom\": {} {}",
+                    text[..close].trim_end().trim_end_matches(','),
+                    inline(value),
+                    &text[close..]
+                );
+                prop.set_value(CstInputValue::String(String::new()));
+                if let Some(lit) = prop.value().and_then(|v| v.as_string_lit()) {
+                    lit.set_raw_value(spliced);
+                }
+            } else {
+                servers.append("mailroom", input(value));
+            }
         }
     }
     Ok(())
@@ -239,7 +259,14 @@ fn hooks(
             continue;
         }
         remove_ours(&list, flat, is_ours);
-        list.append(input(&wanted));
+        if is_one_line(&list.to_string()) && !list.elements().is_empty() {
+            let node = list.append(CstInputValue::String(String::new()));
+            if let Some(lit) = node.as_string_lit() {
+                lit.set_raw_value(inline(&wanted));
+            }
+        } else {
+            list.append(input(&wanted));
+        }
     }
     Ok(())
 }
@@ -316,6 +343,39 @@ fn remove_ours(list: &jsonc_parser::cst::CstArray, flat: bool, is_ours: &dyn Fn(
     }
 }
 
+fn is_one_line(text: &str) -> bool {
+    !text.contains('\n')
+}
+
+/// `v` as JSON on one line, keys in the documentation's order: `{ "k": v, ... }`.
+fn inline(v: &Value) -> String {
+    match v {
+        Value::Object(o) => {
+            let mut fields: Vec<(&String, &Value)> = o.iter().collect();
+            fields.sort_by_key(|(k, _)| rank(k));
+            let inner: Vec<String> = fields
+                .into_iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), inline(v)))
+                .collect();
+            if inner.is_empty() {
+                "{}".into()
+            } else {
+                format!("{{ {} }}", inner.join(", "))
+            }
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(inline).collect::<Vec<_>>().join(", ")),
+        other => other.to_string(),
+    }
+}
+
+/// The order the harnesses' documentation writes keys in, not alphabetical.
+fn rank(k: &str) -> usize {
+    const ORDER: [&str; 9] = [
+        "$schema", "version", "name", "type", "matcher", "command", "args", "enabled", "hooks",
+    ];
+    ORDER.iter().position(|o| *o == k).unwrap_or(ORDER.len())
+}
+
 /// A serde value as the CST's input.
 fn input(v: &Value) -> CstInputValue {
     match v {
@@ -325,12 +385,6 @@ fn input(v: &Value) -> CstInputValue {
         Value::String(s) => CstInputValue::String(s.clone()),
         Value::Array(a) => CstInputValue::Array(a.iter().map(input).collect()),
         Value::Object(o) => {
-            // In the order the harnesses' documentation writes them, not alphabetical.
-            const ORDER: [&str; 9] = [
-                "$schema", "version", "name", "type", "matcher", "command", "args", "enabled",
-                "hooks",
-            ];
-            let rank = |k: &str| ORDER.iter().position(|o| *o == k).unwrap_or(ORDER.len());
             let mut fields: Vec<(&String, &Value)> = o.iter().collect();
             fields.sort_by_key(|(k, _)| rank(k));
             CstInputValue::Object(
@@ -382,6 +436,27 @@ mod tests {
             .unwrap();
         assert_eq!(again, added, "idempotent");
         let removed = edit(Some(&added), &pieces(), &json!({}), false, true, &ours)
+            .unwrap()
+            .unwrap();
+        assert_eq!(removed, original);
+    }
+
+    #[test]
+    fn a_container_on_one_line_stays_on_one_line() {
+        let original = "{\n  \"mcpServers\": { \"github\": { \"command\": \"gh\" } },\n  \"hooks\": { \"Stop\": [{ \"hooks\": [] }] }\n}\n";
+        let added = edit(Some(original), &pieces(), &json!({}), true, false, &ours)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            added,
+            "{\n  \"mcpServers\": { \"github\": { \"command\": \"gh\" }, \"mailroom\": { \"command\": \"mailroom\", \"args\": [\"mcp\"] } },\n  \"hooks\": { \"Stop\": [{ \"hooks\": [] }, { \"hooks\": [{ \"type\": \"command\", \"command\": \"mailroom hook claude Stop\" }] }] }\n}\n"
+        );
+        serde_json::from_str::<Value>(&added).unwrap();
+        let again = edit(Some(&added), &pieces(), &json!({}), true, false, &ours)
+            .unwrap()
+            .unwrap();
+        assert_eq!(again, added);
+        let removed = edit(Some(&added), &pieces(), &json!({}), true, true, &ours)
             .unwrap()
             .unwrap();
         assert_eq!(removed, original);
