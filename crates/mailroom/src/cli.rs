@@ -2,6 +2,10 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+/// `--project` given without a value (what `setup --project` means): a NUL, which no argument
+/// can hold, so it never collides with a value typed, not even an empty one.
+pub const PROJECT_ALONE: &str = "\0";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "mailroom",
@@ -23,8 +27,9 @@ pub struct Cli {
     #[arg(long = "as", global = true, value_name = "HANDLE[@PROJECT]")]
     pub as_: Option<String>,
 
-    /// The project (default: .mailroom.toml's, else "default").
-    #[arg(long, global = true, value_name = "P")]
+    /// The project (default: .mailroom.toml's, else "default"). `setup` takes it alone, for
+    /// project scope.
+    #[arg(long, global = true, value_name = "P", num_args = 0..=1, default_missing_value = PROJECT_ALONE)]
     pub project: Option<String>,
 
     /// Print machine-readable JSON on stdout.
@@ -136,9 +141,11 @@ pub enum Command {
     },
     /// Answer a harness hook: reads its JSON on stdin, prints its JSON (never fails a session).
     Hook {
-        /// claude, codex or gemini.
+        /// claude, codex, gemini, cursor or opencode.
         harness: String,
-        /// SessionStart, UserPromptSubmit, PostToolUse or Stop.
+        /// The harness's event: SessionStart, UserPromptSubmit, PostToolUse, Stop (Claude
+        /// Code, Codex); BeforeAgent, AfterTool, AfterAgent (Gemini CLI); sessionStart,
+        /// postToolUse, stop (Cursor).
         event: String,
         /// Anything else is ignored with a warning: a hook must never fail a session.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
@@ -161,6 +168,8 @@ pub enum Command {
     },
     /// Play a short exchange between two agents and a human in a temporary home.
     Demo,
+    /// Wire mailroom into a harness: its MCP server entry and hooks, in its own config files.
+    Setup(SetupArgs),
     /// Serve mailroom as MCP tools over stdio, acting as your identity (see README).
     Mcp {
         /// all: every tool; lifecycle: m_AI_l's five message-lifecycle tools only.
@@ -171,6 +180,30 @@ pub enum Command {
         #[arg(long)]
         as_any: bool,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// claude, codex, gemini, opencode, cursor, or all (every harness found on this machine).
+    #[arg(required_unless_present = "check")]
+    pub harness: Option<String>,
+    /// User scope: the harness's config in your home, for every project (default: --project,
+    /// the repository's own config files, committed with it).
+    #[arg(long)]
+    pub user: bool,
+    /// Print the diff and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Take out exactly what setup added.
+    #[arg(long, conflicts_with = "check")]
+    pub uninstall: bool,
+    /// The mailroom program the configs start (absolute; default: `mailroom` on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<std::path::PathBuf>,
+    /// Report, per harness, whether mailroom is wired in, whether the program answers, and
+    /// what a session would see at its start now (changes nothing).
+    #[arg(long, conflicts_with_all = ["dry_run", "uninstall", "binary"])]
+    pub check: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

@@ -51,6 +51,15 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(cli: &Cli, env: &Env) -> Result<Ctx> {
+        if cli.project.as_deref() == Some(crate::cli::PROJECT_ALONE)
+            && !matches!(cli.command, crate::cli::Command::Setup(_))
+        {
+            return Err(Error::Invalid(
+                "--project needs a project name (only `setup` takes it alone, for project scope)"
+                    .into(),
+            )
+            .into());
+        }
         let home = match (&cli.home, &env.home) {
             (Some(h), _)
                 if h.as_os_str().is_empty() || h.as_os_str().as_encoded_bytes()[0] == b'-' =>

@@ -152,6 +152,39 @@ impl Mailroom<'_> {
         }
     }
 
+    /// What `SessionStart` would inject for `me` now, changing nothing: no message is marked
+    /// read or seen and no injection mark is saved (`setup --check` shows it).
+    pub fn preview_session_start(
+        &self,
+        me: &Address,
+        budget: usize,
+        words: &dyn Vocabulary,
+    ) -> Result<Option<String>> {
+        let crate::message::Listing { messages, damaged } = self.peek(me)?;
+        let mut fitting = Budget::new(budget.saturating_sub(FRAME_RESERVE), words, true);
+        let total = messages.len();
+        let shown: Vec<Stored> = messages
+            .into_iter()
+            .take_while(|s| fitting.admit(s))
+            .collect();
+        let more = total - shown.len();
+        if shown.is_empty() && more == 0 && damaged.is_empty() {
+            return Ok(None);
+        }
+        let frame = Frame {
+            recipient: me,
+            noun: "pending message",
+            place: "",
+            more,
+            more_command: &words.inbox(),
+            hints: true,
+            words,
+        };
+        Ok(Some(render::budgeted_injection(
+            &frame, &shown, &damaged, &fitting, 0,
+        )))
+    }
+
     /// Shows pending mail within `budget`; mid-session (`earlier` is what the last injection
     /// left out), only unread mail not in `earlier`, with a count of the rest.
     fn inject(

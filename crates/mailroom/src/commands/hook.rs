@@ -13,7 +13,7 @@ use crate::context::{Ctx, Env};
 
 /// Claude Code caps a hook's output at 10,000 characters; the injection stays well inside,
 /// leaving room for the JSON around it and its escapes.
-const BUDGET: usize = 9_000;
+pub(crate) const BUDGET: usize = 9_000;
 
 /// Largest hook input read from stdin.
 const MAX_INPUT: u64 = 1024 * 1024;
@@ -46,25 +46,49 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
     if !rest.is_empty() {
         eprintln!("mailroom hook: warning: ignoring unexpected arguments {rest:?}");
     }
-    if !matches!(harness.as_str(), "claude" | "codex" | "gemini") {
-        bail!("unknown harness '{harness}'; use claude, codex or gemini");
-    }
+    let Some(harness) = Harness::parse(harness) else {
+        bail!("unknown harness '{harness}'; use claude, codex, gemini, cursor or opencode");
+    };
     let Some(event) = HookEvent::parse(event) else {
         bail!(
-            "unknown hook event '{event}'; use SessionStart, UserPromptSubmit, PostToolUse or Stop"
+            "unknown hook event '{event}'; use {}",
+            harness.event_names()
         );
     };
     let input = read_input()?;
+    // Cursor's `beforeSubmitPrompt` cannot add context: answer nothing, and consume nothing,
+    // so the mail is still news at the next tool call or at the stop.
+    if harness == Harness::Cursor && matches!(event, HookEvent::UserPromptSubmit) {
+        return Ok(None);
+    }
     let mut env = env.clone();
     if let Some(cwd) = input.get("cwd").and_then(Value::as_str).map(PathBuf::from)
         && cwd.is_dir()
     {
         env.cwd = Some(cwd);
     }
+    // Cursor has no `cwd` in its common input: its project is the first workspace root.
+    if input.get("cwd").is_none()
+        && let Some(root) = input
+            .get("workspace_roots")
+            .and_then(Value::as_array)
+            .and_then(|roots| roots.first())
+            .and_then(Value::as_str)
+            .map(PathBuf::from)
+        && root.is_dir()
+    {
+        env.cwd = Some(root);
+    }
+    // A stop that already continued once must not continue again: Claude Code, Codex and
+    // Gemini CLI say so with `stop_hook_active`; Cursor counts its follow-ups in `loop_count`.
     let stop_hook_active = input
         .get("stop_hook_active")
         .and_then(Value::as_bool)
-        .unwrap_or(false);
+        .unwrap_or(false)
+        || input
+            .get("loop_count")
+            .and_then(Value::as_u64)
+            .is_some_and(|n| n > 0);
     let mut ctx = Ctx::new(cli, &env)?;
     // No identity (not in a repository, nothing set): the hook stays silent.
     let Some(identity) = ctx.identity()? else {
@@ -74,17 +98,100 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
     let answer = ctx
         .mailroom()
         .hook(&identity.address, event, stop_hook_active, BUDGET, &words)?;
-    if let Some(reason) = answer.block_stop {
-        return Ok(Some(json!({"decision": "block", "reason": reason})));
-    }
-    Ok(answer.context.map(|text| {
-        json!({
-            "hookSpecificOutput": {
-                "hookEventName": event.as_str(),
-                "additionalContext": text,
-            }
+    Ok(harness.render(event, answer.context, answer.block_stop))
+}
+
+/// The harnesses whose hook JSON `hook` speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Harness {
+    Claude,
+    Codex,
+    Gemini,
+    Cursor,
+    /// OpenCode has no shell hooks: the plugin `setup opencode` writes calls this and reads
+    /// Claude Code's shape back.
+    Opencode,
+}
+
+impl Harness {
+    pub(crate) fn parse(s: &str) -> Option<Harness> {
+        Some(match s {
+            "claude" => Harness::Claude,
+            "codex" => Harness::Codex,
+            "gemini" => Harness::Gemini,
+            "cursor" => Harness::Cursor,
+            "opencode" => Harness::Opencode,
+            _ => return None,
         })
-    }))
+    }
+
+    fn event_names(self) -> &'static str {
+        match self {
+            Harness::Gemini => "SessionStart, BeforeAgent, AfterTool or AfterAgent",
+            Harness::Cursor => "sessionStart, postToolUse or stop",
+            _ => "SessionStart, UserPromptSubmit, PostToolUse or Stop",
+        }
+    }
+
+    /// The harness's own event name for one of ours.
+    pub(crate) fn event_name(self, event: HookEvent) -> &'static str {
+        match (self, event) {
+            // Gemini CLI's hooks reference (docs/hooks/reference.md): SessionStart,
+            // BeforeAgent (after the prompt, before planning), AfterTool, AfterAgent.
+            (Harness::Gemini, HookEvent::SessionStart) => "SessionStart",
+            (Harness::Gemini, HookEvent::UserPromptSubmit) => "BeforeAgent",
+            (Harness::Gemini, HookEvent::PostToolUse) => "AfterTool",
+            (Harness::Gemini, HookEvent::Stop) => "AfterAgent",
+            // Cursor's hooks (docs/agent/hooks): camelCase event names.
+            (Harness::Cursor, HookEvent::SessionStart) => "sessionStart",
+            (Harness::Cursor, HookEvent::UserPromptSubmit) => "beforeSubmitPrompt",
+            (Harness::Cursor, HookEvent::PostToolUse) => "postToolUse",
+            (Harness::Cursor, HookEvent::Stop) => "stop",
+            (_, event) => event.as_str(),
+        }
+    }
+
+    /// The answer in the harness's own JSON shape, or nothing to say.
+    fn render(
+        self,
+        event: HookEvent,
+        context: Option<String>,
+        block_stop: Option<String>,
+    ) -> Option<Value> {
+        match self {
+            // Claude Code (hooks reference), Codex (codex-rs/hooks output schemas:
+            // session-start / user-prompt-submit / post-tool-use `hookSpecificOutput`
+            // with `hookEventName` and `additionalContext`; stop `decision: "block"` with
+            // `reason`, which Codex feeds back as the continuation prompt) and Gemini CLI
+            // (hooks reference: `hookSpecificOutput.additionalContext` at SessionStart,
+            // BeforeAgent and AfterTool; AfterAgent `decision: "block"|"deny"` with `reason`
+            // starts one more turn with the reason as its prompt) share one shape.
+            Harness::Claude | Harness::Codex | Harness::Gemini | Harness::Opencode => {
+                if let Some(reason) = block_stop {
+                    return Some(json!({"decision": "block", "reason": reason}));
+                }
+                context.map(|text| {
+                    json!({
+                        "hookSpecificOutput": {
+                            "hookEventName": self.event_name(event),
+                            "additionalContext": text,
+                        }
+                    })
+                })
+            }
+            // Cursor (docs/agent/hooks): `sessionStart` and `postToolUse` answer
+            // `additional_context`; `stop` answers `followup_message`, which Cursor submits as
+            // the next user message. `beforeSubmitPrompt` can only allow or block the prompt:
+            // it cannot add context, so nothing is said there (mail waits for the next tool
+            // call or the stop).
+            Harness::Cursor => {
+                if let Some(reason) = block_stop {
+                    return Some(json!({"followup_message": reason}));
+                }
+                context.map(|text| json!({"additional_context": text}))
+            }
+        }
+    }
 }
 
 /// The harness's JSON on stdin; empty or absent input is an empty object.

@@ -9,6 +9,7 @@ mod import;
 mod lifecycle;
 mod mcp;
 mod send;
+mod setup;
 mod wait;
 mod whoami;
 
@@ -43,6 +44,9 @@ impl Failure {
 pub fn run(cli: Cli, env: &Env) -> Result<(), Failure> {
     if let Command::Demo = cli.command {
         return demo::run().map_err(Failure::plain);
+    }
+    if let Command::Setup(args) = &cli.command {
+        return setup::setup(&cli, env, args).map_err(Failure::plain);
     }
     if let Command::Hook { .. } = cli.command {
         hook::run(&cli, env);
@@ -111,7 +115,7 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
         Command::Doctor { fix } => doctor::doctor(ctx, fix),
         Command::Demo => demo::run(),
         Command::Mcp { tools, as_any } => mcp::mcp(ctx, tools, as_any),
-        Command::Hook { .. } => Ok(()),
+        Command::Hook { .. } | Command::Setup(_) => Ok(()),
     }
 }
 

@@ -1,0 +1,1164 @@
+//! `setup HARNESS [--project|--user] [--dry-run] [--uninstall]` and `setup --check`: wires
+//! mailroom into a harness's own config files (its MCP server entry and its hooks), editing them
+//! in place, printing the unified diff, and taking out exactly what it added.
+//!
+//! Every file location, format and event name below comes from the harness's documentation or
+//! its installed package, cited beside the code that writes it.
+
+mod jsonc;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, anyhow};
+use mailroom_core::Error;
+use serde_json::{Value, json};
+
+use self::jsonc::{HookEntry, JsonPiece};
+use crate::cli::{Cli, SetupArgs};
+use crate::commands::hook::Harness;
+use crate::context::Env;
+use mailroom_core::ops::HookEvent;
+
+const ALL: [Harness; 5] = [
+    Harness::Claude,
+    Harness::Codex,
+    Harness::Gemini,
+    Harness::Opencode,
+    Harness::Cursor,
+];
+
+/// The most of a harness config file setup reads (Claude Code's `~/.claude.json` grows with
+/// its history; a few megabytes is plenty).
+const MAX_CONFIG_BYTES: u64 = 16 * 1024 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    Project,
+    User,
+}
+
+impl Scope {
+    fn as_str(self) -> &'static str {
+        match self {
+            Scope::Project => "project",
+            Scope::User => "user",
+        }
+    }
+}
+
+/// Where the user's and the project's config files are.
+struct Places {
+    home: PathBuf,
+    /// The git checkout's top level, for project scope.
+    project: Option<PathBuf>,
+    codex_home: PathBuf,
+    xdg_config: PathBuf,
+}
+
+impl Places {
+    fn from_env(env: &Env) -> Result<Places> {
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .ok_or_else(|| {
+                Error::Invalid(
+                    "HOME is not set; setup needs it to find the harnesses' config files".into(),
+                )
+            })?;
+        let project = env
+            .cwd
+            .as_deref()
+            .and_then(|cwd| cwd.ancestors().find(|d| d.join(".git").exists()))
+            .map(Path::to_path_buf);
+        // Codex: "CODEX_HOME ... defaults to ~/.codex" (docs/config.md).
+        let codex_home = std::env::var_os("CODEX_HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".codex"));
+        // OpenCode reads its global config from the XDG config directory (docs/config:
+        // `~/.config/opencode/opencode.json`).
+        let xdg_config = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".config"));
+        Ok(Places {
+            home,
+            project,
+            codex_home,
+            xdg_config,
+        })
+    }
+}
+
+/// How the configs will start mailroom.
+struct Invocation {
+    /// The program (`mailroom`, or an absolute path).
+    program: String,
+    /// Global flags written before the subcommand (`--as`, `--home`) when setup was given them.
+    global: Vec<String>,
+}
+
+impl Invocation {
+    fn argv(&self, rest: &[&str]) -> Vec<String> {
+        let mut v = self.global.clone();
+        v.extend(rest.iter().map(|s| (*s).to_owned()));
+        v
+    }
+
+    /// A shell command line (hooks are run by a shell).
+    fn command(&self, rest: &[&str]) -> String {
+        std::iter::once(self.program.as_str())
+            .chain(self.global.iter().map(String::as_str))
+            .chain(rest.iter().copied())
+            .map(shell_quote)
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./@=:+,".contains(&b))
+    {
+        return s.to_owned();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Whether a hook command is one mailroom wrote for `harness`: its program is a `mailroom`
+/// binary and it ends in `hook HARNESS EVENT`.
+fn is_ours(command: &str, harness: Harness) -> bool {
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let Some(first) = words.first() else {
+        return false;
+    };
+    let program = first.trim_matches('\'');
+    let named = Path::new(program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n == "mailroom");
+    let n = words.len();
+    named && n >= 4 && words[n - 3] == "hook" && words[n - 2] == harness_name(harness)
+}
+
+fn harness_name(h: Harness) -> &'static str {
+    match h {
+        Harness::Claude => "claude",
+        Harness::Codex => "codex",
+        Harness::Gemini => "gemini",
+        Harness::Cursor => "cursor",
+        Harness::Opencode => "opencode",
+    }
+}
+
+/// One file setup keeps something in.
+enum Piece {
+    Json {
+        path: PathBuf,
+        pieces: Vec<JsonPiece>,
+        /// What a file setup creates starts as (Cursor's hooks.json has a `version`).
+        skeleton: Value,
+        /// The harness parses it as plain JSON: comments or trailing commas would make it
+        /// drop the whole file, so setup refuses to add to such a file.
+        strict: bool,
+    },
+    /// Codex's `config.toml`: `[mcp_servers.mailroom]`.
+    Toml {
+        path: PathBuf,
+        command: String,
+        args: Vec<String>,
+    },
+    /// A file that is mailroom's alone (OpenCode's plugin).
+    Whole { path: PathBuf, contents: String },
+}
+
+impl Piece {
+    fn path(&self) -> &Path {
+        match self {
+            Piece::Json { path, .. } | Piece::Toml { path, .. } | Piece::Whole { path, .. } => path,
+        }
+    }
+}
+
+/// The events mailroom hooks, in each harness's own names, with their matchers.
+fn hook_entries(
+    harness: Harness,
+    inv: &Invocation,
+    events: &[(HookEvent, Option<&'static str>)],
+) -> Vec<HookEntry> {
+    events
+        .iter()
+        .map(|(event, matcher)| {
+            let name = harness.event_name(*event);
+            HookEntry {
+                event: name,
+                matcher: *matcher,
+                command: inv.command(&["hook", harness_name(harness), name]),
+                extra: if harness == Harness::Gemini {
+                    vec![("name", json!(format!("mailroom-{name}")))]
+                } else {
+                    vec![]
+                },
+            }
+        })
+        .collect()
+}
+
+/// What setup keeps for `harness` at `scope`.
+fn plan(harness: Harness, scope: Scope, places: &Places, inv: &Invocation) -> Result<Vec<Piece>> {
+    let root = match scope {
+        Scope::Project => places.project.clone().ok_or_else(|| {
+            Error::Invalid(
+                "not inside a git checkout, so there is no project to set up; run it in your repository, or use --user"
+                    .into(),
+            )
+        })?,
+        Scope::User => places.home.clone(),
+    };
+    let mcp_argv = inv.argv(&["mcp"]);
+    let stdio = json!({"command": inv.program, "args": mcp_argv});
+    use HookEvent::*;
+    Ok(match harness {
+        Harness::Claude => {
+            // Claude Code settings (docs: settings, "Settings files"): hooks live in
+            // `.claude/settings.json` (project, committed) or `~/.claude/settings.json` (user).
+            // Hook events and shape (docs: hooks): SessionStart, UserPromptSubmit, PostToolUse
+            // (with a `matcher`; "*" matches every tool), Stop; each a list of
+            // `{"matcher", "hooks": [{"type": "command", "command"}]}`.
+            let settings = root.join(".claude").join("settings.json");
+            // MCP (docs: mcp, "MCP installation scopes"): project scope is `.mcp.json` at the
+            // project root, user scope is `mcpServers` in `~/.claude.json`; a stdio server is
+            // `{"type": "stdio", "command", "args"}` as `claude mcp add` writes it.
+            let mcp = match scope {
+                Scope::Project => root.join(".mcp.json"),
+                Scope::User => root.join(".claude.json"),
+            };
+            let mut server = stdio.clone();
+            server["type"] = json!("stdio");
+            let server =
+                json!({"type": "stdio", "command": server["command"], "args": server["args"]});
+            vec![
+                Piece::Json {
+                    path: mcp,
+                    pieces: vec![JsonPiece::Server {
+                        container: "mcpServers",
+                        value: server,
+                    }],
+                    skeleton: json!({}),
+                    strict: true,
+                },
+                Piece::Json {
+                    path: settings,
+                    pieces: vec![JsonPiece::Hooks {
+                        flat: false,
+                        events: hook_entries(
+                            harness,
+                            inv,
+                            &[
+                                (SessionStart, None),
+                                (UserPromptSubmit, None),
+                                (PostToolUse, Some("*")),
+                                (Stop, None),
+                            ],
+                        ),
+                    }],
+                    skeleton: json!({}),
+                    strict: true,
+                },
+            ]
+        }
+        Harness::Codex => {
+            // Codex (docs: config-reference, "mcp_servers"): `[mcp_servers.NAME]` with
+            // `command` and `args` in `~/.codex/config.toml`, or `.codex/config.toml` in a
+            // trusted project.
+            let dir = match scope {
+                Scope::Project => root.join(".codex"),
+                Scope::User => places.codex_home.clone(),
+            };
+            // Codex hooks (docs: hooks, "Where Codex looks for hooks"): `hooks.json` next to
+            // the active config layer (`~/.codex/hooks.json`, `<repo>/.codex/hooks.json`),
+            // Claude Code's shape; events SessionStart, UserPromptSubmit, PostToolUse, Stop.
+            vec![
+                Piece::Toml {
+                    path: dir.join("config.toml"),
+                    command: inv.program.clone(),
+                    args: mcp_argv,
+                },
+                Piece::Json {
+                    path: dir.join("hooks.json"),
+                    pieces: vec![JsonPiece::Hooks {
+                        flat: false,
+                        events: hook_entries(
+                            harness,
+                            inv,
+                            &[
+                                (SessionStart, None),
+                                (UserPromptSubmit, None),
+                                (PostToolUse, None),
+                                (Stop, None),
+                            ],
+                        ),
+                    }],
+                    skeleton: json!({}),
+                    strict: true,
+                },
+            ]
+        }
+        Harness::Gemini => {
+            // Gemini CLI (docs: cli/settings; docs/tools/mcp-server): `.gemini/settings.json`
+            // (project) or `~/.gemini/settings.json` (user); `mcpServers.NAME` with `command`
+            // and `args`. Hooks (docs/hooks/reference.md): `hooks.EVENT` is a list of
+            // `{"matcher", "hooks": [{"type": "command", "command", "name"}]}`; the events
+            // that can add context are SessionStart, BeforeAgent and AfterTool, and AfterAgent
+            // can send the agent back to work.
+            vec![Piece::Json {
+                path: root.join(".gemini").join("settings.json"),
+                pieces: vec![
+                    JsonPiece::Server {
+                        container: "mcpServers",
+                        value: stdio,
+                    },
+                    JsonPiece::Hooks {
+                        flat: false,
+                        events: hook_entries(
+                            harness,
+                            inv,
+                            &[
+                                (SessionStart, None),
+                                (UserPromptSubmit, None),
+                                (PostToolUse, None),
+                                (Stop, None),
+                            ],
+                        ),
+                    },
+                ],
+                skeleton: json!({}),
+                strict: false,
+            }]
+        }
+        Harness::Cursor => {
+            // Cursor (docs: context/mcp): `.cursor/mcp.json` (project) or `~/.cursor/mcp.json`
+            // (global), `mcpServers.NAME` with `command` and `args`. Hooks (docs: agent/hooks):
+            // `.cursor/hooks.json` or `~/.cursor/hooks.json`, `{"version": 1, "hooks": {EVENT:
+            // [{"command"}]}}`; sessionStart and postToolUse can add context, stop can send a
+            // follow-up message. beforeSubmitPrompt cannot add context, so it is not hooked.
+            let dir = root.join(".cursor");
+            vec![
+                Piece::Json {
+                    path: dir.join("mcp.json"),
+                    pieces: vec![JsonPiece::Server {
+                        container: "mcpServers",
+                        value: stdio,
+                    }],
+                    skeleton: json!({}),
+                    strict: false,
+                },
+                Piece::Json {
+                    path: dir.join("hooks.json"),
+                    pieces: vec![JsonPiece::Hooks {
+                        flat: true,
+                        events: hook_entries(
+                            harness,
+                            inv,
+                            &[(SessionStart, None), (PostToolUse, None), (Stop, None)],
+                        ),
+                    }],
+                    skeleton: json!({"version": 1}),
+                    strict: false,
+                },
+            ]
+        }
+        Harness::Opencode => {
+            // OpenCode (docs: config): `opencode.json` at the project root, or
+            // `~/.config/opencode/opencode.json`; MCP (docs: mcp-servers): `mcp.NAME` =
+            // `{"type": "local", "command": [program, args...], "enabled": true}`.
+            let (config_dir, plugin_dir) = match scope {
+                Scope::Project => (root.clone(), root.join(".opencode").join("plugins")),
+                Scope::User => {
+                    let d = places.xdg_config.join("opencode");
+                    (d.clone(), d.join("plugins"))
+                }
+            };
+            let config = ["opencode.jsonc", "opencode.json"]
+                .iter()
+                .map(|n| config_dir.join(n))
+                .find(|p| p.exists())
+                .unwrap_or_else(|| config_dir.join("opencode.json"));
+            let mut command = vec![inv.program.clone()];
+            command.extend(mcp_argv);
+            // OpenCode has no shell hooks; it loads every JS/TS file in `.opencode/plugins/`
+            // (project) or `~/.config/opencode/plugins/` (docs: plugins, "From local files").
+            vec![
+                Piece::Json {
+                    path: config,
+                    pieces: vec![JsonPiece::Server {
+                        container: "mcp",
+                        value: json!({"type": "local", "command": command, "enabled": true}),
+                    }],
+                    skeleton: json!({"$schema": "https://opencode.ai/config.json"}),
+                    strict: false,
+                },
+                Piece::Whole {
+                    path: plugin_dir.join("mailroom.js"),
+                    contents: opencode_plugin(inv),
+                },
+            ]
+        }
+    })
+}
+
+/// The OpenCode plugin: it runs `mailroom hook opencode EVENT` (Claude Code's JSON shape) at
+/// the moments OpenCode's plugin API offers (docs: plugins, "Events"):
+/// - the session's requests: the SessionStart injection, asked for at its first request and
+///   kept in the system prompt (`experimental.chat.system.transform`);
+/// - after every tool (`tool.execute.after`): new mail, appended to the tool's output;
+/// - when the session goes idle (`session.idle`): the stop reminder, sent once as a new prompt
+///   (`client.session.prompt`).
+fn opencode_plugin(inv: &Invocation) -> String {
+    let mut argv = vec![inv.program.clone()];
+    argv.extend(inv.global.iter().cloned());
+    let argv = serde_json::to_string(&argv).unwrap_or_else(|_| "[\"mailroom\"]".into());
+    format!(
+        r#"// mailroom: delivers your mailroom mail inside OpenCode sessions.
+// Written by `mailroom setup opencode`; `mailroom setup opencode --uninstall` removes it.
+import {{ spawnSync }} from "node:child_process";
+
+const MAILROOM = {argv};
+
+function hook(event, input) {{
+  const [program, ...args] = MAILROOM;
+  const run = spawnSync(program, [...args, "hook", "opencode", event], {{
+    input: JSON.stringify(input),
+    encoding: "utf8",
+    timeout: 10000,
+  }});
+  if (run.status !== 0 || !run.stdout || !run.stdout.trim()) return {{}};
+  try {{
+    return JSON.parse(run.stdout);
+  }} catch {{
+    return {{}};
+  }}
+}}
+
+const context = (answer) => answer?.hookSpecificOutput?.additionalContext;
+
+export const Mailroom = async ({{ client, directory }}) => {{
+  // The SessionStart injection, asked for once per session and kept in the system prompt of
+  // each of its requests (OpenCode builds the system prompt anew for every request, and its
+  // first one may be a side request such as the title).
+  const started = new Map();
+  const reminded = new Set();
+  return {{
+    "experimental.chat.system.transform": async (input, output) => {{
+      const id = input?.sessionID;
+      if (!id) return;
+      if (!started.has(id)) {{
+        started.set(id, context(hook("SessionStart", {{ cwd: directory, session_id: id }})));
+      }}
+      const text = started.get(id);
+      if (text) output.system.push(text);
+    }},
+    "tool.execute.after": async (input, output) => {{
+      const text = context(hook("PostToolUse", {{ cwd: directory, session_id: input?.sessionID }}));
+      if (text && typeof output?.output === "string") output.output += "\n\n" + text;
+    }},
+    event: async ({{ event }}) => {{
+      if (event?.type !== "session.idle") return;
+      const id = event.properties?.sessionID;
+      if (!id) return;
+      const again = reminded.has(id);
+      const answer = hook("Stop", {{ cwd: directory, session_id: id, stop_hook_active: again }});
+      if (answer?.decision === "block" && answer.reason && !again) {{
+        reminded.add(id);
+        await client.session.prompt({{ path: {{ id }}, body: {{ parts: [{{ type: "text", text: answer.reason }}] }} }});
+      }} else {{
+        reminded.delete(id);
+      }}
+    }},
+  }};
+}};
+"#
+    )
+}
+
+/// What a file holds now: None when absent. Refuses symlinks and what is not a regular file.
+fn read_config(path: &Path) -> Result<Option<String>> {
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(Error::Refused(format!(
+                "{} is a symbolic link; setup does not write through links (edit the file it points to yourself, or replace the link with a file)",
+                path.display()
+            ))
+            .into());
+        }
+        Ok(_) => {}
+    }
+    if let Some(parent) = path.parent()
+        && std::fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink())
+        && parent
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+    {
+        return Err(Error::Refused(format!(
+            "{} is a symbolic link; setup does not write through links",
+            parent.display()
+        ))
+        .into());
+    }
+    match crate::files::read_regular(path, MAX_CONFIG_BYTES, false) {
+        Ok(c) => String::from_utf8(c.bytes).map(Some).map_err(|_| {
+            Error::Invalid(format!(
+                "{} is not UTF-8 text; setup changed nothing (fix or move the file)",
+                path.display()
+            ))
+            .into()
+        }),
+        Err(crate::files::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::Invalid(format!(
+            "{} {}; setup changed nothing",
+            path.display(),
+            e.reason()
+        ))
+        .into()),
+    }
+}
+
+/// The file's new text (None: remove it), or an error naming it.
+fn apply(
+    piece: &Piece,
+    text: Option<&str>,
+    harness: Harness,
+    remove: bool,
+) -> Result<Option<String>> {
+    let unparsable = |e: anyhow::Error| -> anyhow::Error {
+        Error::Invalid(format!(
+            "{} cannot be edited: {e:#}; setup changed nothing (fix the file, or move it away)",
+            piece.path().display()
+        ))
+        .into()
+    };
+    match piece {
+        Piece::Json {
+            pieces,
+            skeleton,
+            strict,
+            ..
+        } => jsonc::edit(text, pieces, skeleton, *strict, remove, &|c| {
+            is_ours(c, harness)
+        })
+        .map_err(unparsable),
+        Piece::Toml { command, args, .. } => {
+            toml_edit_server(text, command, args, remove).map_err(unparsable)
+        }
+        Piece::Whole { contents, .. } => {
+            if remove {
+                // Only the file mailroom wrote goes: its first line says so.
+                Ok(match text {
+                    Some(t) if t.starts_with("// mailroom:") => None,
+                    other => other.map(str::to_owned),
+                })
+            } else {
+                match text {
+                    Some(t) if !t.starts_with("// mailroom:") => Err(unparsable(anyhow!(
+                        "it exists and was not written by mailroom"
+                    ))),
+                    _ => Ok(Some(contents.clone())),
+                }
+            }
+        }
+    }
+}
+
+/// Codex's `config.toml`, edited with `toml_edit` so comments and order stay.
+fn toml_edit_server(
+    text: Option<&str>,
+    command: &str,
+    args: &[String],
+    remove: bool,
+) -> Result<Option<String>> {
+    let source = text.unwrap_or_default();
+    let mut doc: toml_edit::DocumentMut = source
+        .parse()
+        .map_err(|e: toml_edit::TomlError| anyhow!("it is not valid TOML: {}", e.message()))?;
+    if remove {
+        if let Some(servers) = doc
+            .get_mut("mcp_servers")
+            .and_then(|s| s.as_table_like_mut())
+        {
+            servers.remove("mailroom");
+            if servers.is_empty()
+                && doc
+                    .get("mcp_servers")
+                    .and_then(|s| s.as_table())
+                    .is_some_and(|t| t.is_implicit())
+            {
+                doc.remove("mcp_servers");
+            }
+        }
+        let out = doc.to_string();
+        // A file that held nothing but mailroom's server goes away with it.
+        let emptied = out.trim().is_empty() && !source.trim().is_empty();
+        return Ok(if text.is_none() || emptied {
+            None
+        } else {
+            Some(out)
+        });
+    }
+    if !doc.contains_key("mcp_servers") {
+        let mut t = toml_edit::Table::new();
+        t.set_implicit(true);
+        doc.insert("mcp_servers", toml_edit::Item::Table(t));
+    }
+    let servers = doc
+        .get_mut("mcp_servers")
+        .and_then(|s| s.as_table_like_mut())
+        .ok_or_else(|| anyhow!("its mcp_servers is not a table"))?;
+    let same = servers
+        .get("mailroom")
+        .and_then(|s| s.as_table_like())
+        .is_some_and(|t| {
+            t.len() == 2
+                && t.get("command").and_then(|c| c.as_str()) == Some(command)
+                && t.get("args").and_then(|a| a.as_array()).is_some_and(|a| {
+                    a.iter().map(|v| v.as_str()).collect::<Vec<_>>()
+                        == args.iter().map(|s| Some(s.as_str())).collect::<Vec<_>>()
+                })
+        });
+    if !same {
+        let mut t = toml_edit::Table::new();
+        t.insert("command", toml_edit::value(command));
+        let mut a = toml_edit::Array::new();
+        for s in args {
+            a.push(s.as_str());
+        }
+        t.insert("args", toml_edit::value(a));
+        servers.insert("mailroom", toml_edit::Item::Table(t));
+    }
+    Ok(Some(doc.to_string()))
+}
+
+/// Writes through a temporary file in the same folder and a rename, keeping the old mode.
+fn write_file(path: &Path, text: Option<&str>) -> Result<()> {
+    use std::io::Write as _;
+    let Some(text) = text else {
+        return match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("cannot remove {}", path.display()))
+            }
+            _ => Ok(()),
+        };
+    };
+    let dir = path
+        .parent()
+        .ok_or_else(|| anyhow!("{} has no parent folder", path.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        .with_context(|| format!("cannot write in {}", dir.display()))?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|()| tmp.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let mode = std::fs::metadata(path)
+        .map(|m| m.permissions())
+        .unwrap_or_else(|_| {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::Permissions::from_mode(0o644)
+        });
+    std::fs::set_permissions(tmp.path(), mode)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.persist(path)
+        .map_err(|e| e.error)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+fn unified_diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
+    let shown = path.display().to_string();
+    let (a, b) = (before.unwrap_or_default(), after.unwrap_or_default());
+    let diff = similar::TextDiff::from_lines(a, b);
+    let old = if before.is_some() {
+        shown.clone()
+    } else {
+        "/dev/null".into()
+    };
+    let new = if after.is_some() {
+        shown.clone()
+    } else {
+        "/dev/null".into()
+    };
+    let mut out = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&old, &new)
+        .to_string();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out
+}
+
+/// Finds `name` on PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .filter(|d| d.is_absolute())
+            .map(|d| d.join(name))
+            .find(|p| {
+                std::fs::metadata(p)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
+    })
+}
+
+fn invocation(cli: &Cli, args: &SetupArgs) -> Result<Invocation> {
+    let program = match &args.binary {
+        Some(b) => {
+            use std::os::unix::fs::PermissionsExt as _;
+            if !b.is_absolute() {
+                return Err(Error::Invalid(format!(
+                    "--binary {} is not an absolute path; the harness starts it from anywhere",
+                    b.display()
+                ))
+                .into());
+            }
+            if !std::fs::metadata(b)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            {
+                return Err(Error::Invalid(format!(
+                    "--binary {} is not an executable file",
+                    b.display()
+                ))
+                .into());
+            }
+            b.to_str()
+                .ok_or_else(|| Error::Invalid(format!("--binary {} is not UTF-8", b.display())))?
+                .to_owned()
+        }
+        None => {
+            if on_path("mailroom").is_none() {
+                let here = std::env::current_exe()
+                    .ok()
+                    .and_then(|p| std::fs::canonicalize(p).ok())
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "/path/to/mailroom".into());
+                return Err(Error::Invalid(format!(
+                    "`mailroom` is not on PATH, so the harness could not start it; put it on PATH, or run again with --binary {}",
+                    shell_quote(&here)
+                ))
+                .into());
+            }
+            "mailroom".to_owned()
+        }
+    };
+    let mut global = Vec::new();
+    if let Some(who) = &cli.as_ {
+        // Written into the harness's config: checked now, not at the harness's first start.
+        mailroom_core::address::AddressSpec::parse(who).map_err(|source| {
+            Error::InvalidAddress {
+                input: who.clone(),
+                source,
+            }
+        })?;
+        global.extend(["--as".to_owned(), who.clone()]);
+    }
+    if let Some(home) = &cli.home {
+        let home = std::path::absolute(home).unwrap_or_else(|_| home.clone());
+        global.extend([
+            "--home".to_owned(),
+            home.to_str()
+                .ok_or_else(|| Error::Invalid("--home is not UTF-8".into()))?
+                .to_owned(),
+        ]);
+    }
+    Ok(Invocation { program, global })
+}
+
+/// Whether a harness is on this machine: its program on PATH, or its user config folder.
+fn installed(h: Harness, places: &Places) -> bool {
+    let (programs, dir): (&[&str], PathBuf) = match h {
+        Harness::Claude => (&["claude"], places.home.join(".claude")),
+        Harness::Codex => (&["codex"], places.codex_home.clone()),
+        Harness::Gemini => (&["gemini"], places.home.join(".gemini")),
+        Harness::Opencode => (&["opencode"], places.xdg_config.join("opencode")),
+        Harness::Cursor => (&["cursor", "cursor-agent"], places.home.join(".cursor")),
+    };
+    dir.is_dir() || programs.iter().any(|p| on_path(p).is_some())
+}
+
+fn harnesses(name: &str, places: &Places) -> Result<Vec<Harness>> {
+    if name == "all" {
+        let found: Vec<Harness> = ALL.into_iter().filter(|h| installed(*h, places)).collect();
+        if found.is_empty() {
+            return Err(Error::NotFound(
+                "no harness found on this machine (claude, codex, gemini, opencode, cursor: none on PATH, no config folder); name one to set it up anyway".into(),
+            )
+            .into());
+        }
+        return Ok(found);
+    }
+    Harness::parse(name).map(|h| vec![h]).ok_or_else(|| {
+        Error::Invalid(format!(
+            "unknown harness '{name}'; use claude, codex, gemini, opencode, cursor or all"
+        ))
+        .into()
+    })
+}
+
+pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
+    let places = Places::from_env(env)?;
+    if args.check {
+        return check(cli, env, args, &places);
+    }
+    let Some(name) = args.harness.as_deref() else {
+        return Err(Error::Invalid(
+            "name a harness (claude, codex, gemini, opencode, cursor or all), or use --check"
+                .into(),
+        )
+        .into());
+    };
+    let scope = scope(cli, args)?;
+    let list = harnesses(name, &places)?;
+    let inv = invocation(cli, args)?;
+    // Everything is read, parsed and edited before the first write: a refusal anywhere
+    // changes nothing anywhere.
+    let mut changes: Vec<(Harness, PathBuf, Option<String>, Option<String>)> = Vec::new();
+    for h in &list {
+        let pieces = plan(*h, scope, &places, &inv)?;
+        let mut files: Vec<(PathBuf, Option<String>, Option<String>)> = Vec::new();
+        for piece in &pieces {
+            let path = piece.path().to_path_buf();
+            let current = match files.iter().find(|f| f.0 == path) {
+                Some(f) => f.2.clone(),
+                None => read_config(&path)?,
+            };
+            let next = apply(piece, current.as_deref(), *h, args.uninstall)?;
+            match files.iter_mut().find(|f| f.0 == path) {
+                Some(f) => f.2 = next,
+                None => files.push((path, current, next)),
+            }
+        }
+        changes.extend(files.into_iter().map(|(p, b, a)| (*h, p, b, a)));
+    }
+    let mut report = Vec::new();
+    let mut text = Vec::new();
+    for h in &list {
+        let mine: Vec<_> = changes.iter().filter(|c| c.0 == *h && c.2 != c.3).collect();
+        let mut files = Vec::new();
+        for (_, path, before, after) in &mine {
+            let diff = unified_diff(path, before.as_deref(), after.as_deref());
+            text.push(diff.trim_end().to_owned());
+            files.push(json!({"path": path, "diff": diff}));
+        }
+        let (status, verb) = match (mine.is_empty(), args.uninstall, args.dry_run) {
+            (true, false, _) => ("unchanged", "already set up: nothing to change".to_owned()),
+            (true, true, _) => (
+                "unchanged",
+                "nothing of mailroom's there: nothing to change".to_owned(),
+            ),
+            (false, u, d) => (
+                if d {
+                    "dry_run"
+                } else if u {
+                    "removed"
+                } else {
+                    "changed"
+                },
+                format!(
+                    "{} {} file{}{}",
+                    if d {
+                        "would change"
+                    } else if u {
+                        "removed from"
+                    } else {
+                        "changed"
+                    },
+                    mine.len(),
+                    if mine.len() == 1 { "" } else { "s" },
+                    if d { " (dry run: nothing written)" } else { "" }
+                ),
+            ),
+        };
+        report.push(json!({"harness": harness_name(*h), "scope": scope.as_str(),
+            "status": status, "files": files}));
+        text.push(format!("{} ({}): {verb}", harness_name(*h), scope.as_str()));
+    }
+    if !args.dry_run {
+        for (_, path, before, after) in &changes {
+            if before != after {
+                write_file(path, after.as_deref())?;
+            }
+        }
+    }
+    if cli.json {
+        crate::output::print_json(&json!({ "harnesses": report }));
+        return Ok(());
+    }
+    for line in &text {
+        crate::outln!("{line}");
+    }
+    if args.dry_run {
+        return Ok(());
+    }
+    if !args.uninstall && changes.iter().any(|c| c.2 != c.3) {
+        let notes: Vec<&str> = list
+            .iter()
+            .filter_map(|h| match (h, scope) {
+                (Harness::Codex, Scope::Project) => {
+                    Some("codex reads .codex/ only in a project you trust")
+                }
+                (Harness::Claude, Scope::Project) => {
+                    Some("claude asks once before it starts a server from .mcp.json")
+                }
+                _ => None,
+            })
+            .collect();
+        for n in notes {
+            crate::outln!("note: {n}");
+        }
+    }
+    Ok(())
+}
+
+fn scope(cli: &Cli, args: &SetupArgs) -> Result<Scope> {
+    // `--project` alone (no value) asks for project scope; a value names a mailroom project,
+    // which setup does not take.
+    use crate::cli::PROJECT_ALONE;
+    match (cli.project.as_deref(), args.user) {
+        (Some(PROJECT_ALONE), true) => Err(Error::Invalid("use --project or --user, not both".into()).into()),
+        (Some(PROJECT_ALONE), false) | (None, false) => Ok(Scope::Project),
+        (None, true) => Ok(Scope::User),
+        (Some(p), _) => Err(Error::Invalid(format!(
+            "setup takes --project alone (project scope), not a project name ('{p}'); put --project after the harness"
+        ))
+        .into()),
+    }
+}
+
+/// `setup --check`: for each harness and scope, what of mailroom is wired in, whether the
+/// program the configs name answers, and what SessionStart would inject here now.
+fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> Result<()> {
+    let list = match args.harness.as_deref() {
+        None | Some("all") => ALL.to_vec(),
+        Some(n) => harnesses(n, places)?,
+    };
+    let inv = Invocation {
+        program: "mailroom".into(),
+        global: vec![],
+    };
+    let mut programs: Vec<String> = Vec::new();
+    let mut any = false;
+    let mut lines = Vec::new();
+    for h in &list {
+        for scope in [Scope::Project, Scope::User] {
+            if scope == Scope::Project && places.project.is_none() {
+                continue;
+            }
+            let pieces = plan(*h, scope, places, &inv)?;
+            let mut parts = Vec::new();
+            let mut missing = Vec::new();
+            for piece in &pieces {
+                let text = match read_config(piece.path()) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        parts.push(format!("{}: {e:#}", piece.path().display()));
+                        continue;
+                    }
+                };
+                let found = wired(piece, text.as_deref(), *h, &mut programs);
+                let what = match piece {
+                    Piece::Json { pieces, .. } => pieces
+                        .iter()
+                        .map(|p| match p {
+                            JsonPiece::Server { .. } => "MCP server",
+                            JsonPiece::Hooks { .. } => "hooks",
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" and "),
+                    Piece::Toml { .. } => "MCP server".into(),
+                    Piece::Whole { .. } => "plugin".into(),
+                };
+                let shown = piece.path().display();
+                if found {
+                    parts.push(format!("{what} in {shown}"));
+                } else {
+                    missing.push(format!("{what} ({shown})"));
+                }
+            }
+            let state = if missing.is_empty() {
+                any = true;
+                format!("wired in: {}", parts.join("; "))
+            } else if parts.is_empty() {
+                "not wired in".to_owned()
+            } else {
+                any = true;
+                format!(
+                    "partly wired in: {}; missing: {}",
+                    parts.join("; "),
+                    missing.join("; ")
+                )
+            };
+            lines.push(format!(
+                "{} ({}): {state}",
+                harness_name(*h),
+                scope.as_str()
+            ));
+        }
+    }
+    for l in &lines {
+        crate::outln!("{l}");
+    }
+    programs.sort();
+    programs.dedup();
+    for p in &programs {
+        crate::outln!("program {p}: {}", answers(p));
+    }
+    // What a session here would see at its start, without marking anything read.
+    crate::outln!();
+    match preview(cli, env) {
+        Ok(Some((me, text))) => {
+            crate::outln!("SessionStart injection for {me} now:");
+            crate::outln!("{text}");
+        }
+        Ok(None) => crate::outln!("SessionStart injection: nothing (no pending mail)"),
+        Err(e) => crate::outln!("SessionStart injection: none: {e:#}"),
+    }
+    if !any {
+        return Err(Error::NotFound(
+            "mailroom is not wired into any harness here; `mailroom setup HARNESS` wires one in"
+                .into(),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// Whether `piece` is in `text` (every event, for hooks); collects the programs named.
+fn wired(piece: &Piece, text: Option<&str>, h: Harness, programs: &mut Vec<String>) -> bool {
+    let Some(text) = text else { return false };
+    match piece {
+        Piece::Json { pieces, .. } => {
+            let Ok(root) = jsonc_parser::cst::CstRootNode::parse(text, &Default::default()) else {
+                return false;
+            };
+            let Some(v) = root.to_serde_value() else {
+                return false;
+            };
+            pieces.iter().all(|p| match p {
+                JsonPiece::Server { container, .. } => {
+                    let s = &v[container]["mailroom"];
+                    let program = match &s["command"] {
+                        Value::String(c) => Some(c.clone()),
+                        Value::Array(a) => a.first().and_then(Value::as_str).map(str::to_owned),
+                        _ => None,
+                    };
+                    if let Some(p) = &program {
+                        programs.push(p.clone());
+                    }
+                    program.is_some()
+                }
+                JsonPiece::Hooks { flat, events } => events.iter().all(|e| {
+                    v["hooks"][e.event].as_array().is_some_and(|list| {
+                        list.iter().any(|item| {
+                            let commands: Vec<&Value> = if *flat {
+                                vec![item]
+                            } else {
+                                item["hooks"]
+                                    .as_array()
+                                    .map(|a| a.iter().collect())
+                                    .unwrap_or_default()
+                            };
+                            commands.iter().any(|c| {
+                                let ok = c["command"].as_str().is_some_and(|s| is_ours(s, h));
+                                if ok
+                                    && let Some(first) = c["command"]
+                                        .as_str()
+                                        .and_then(|s| s.split_whitespace().next())
+                                {
+                                    programs.push(first.trim_matches('\'').to_owned());
+                                }
+                                ok
+                            })
+                        })
+                    })
+                }),
+            })
+        }
+        Piece::Toml { .. } => {
+            let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
+                return false;
+            };
+            match doc
+                .get("mcp_servers")
+                .and_then(|s| s.get("mailroom"))
+                .and_then(|m| m.get("command"))
+                .and_then(|c| c.as_str())
+            {
+                Some(c) => {
+                    programs.push(c.to_owned());
+                    true
+                }
+                None => false,
+            }
+        }
+        Piece::Whole { .. } => text.starts_with("// mailroom:"),
+    }
+}
+
+/// Whether the program a config names starts and says it is mailroom.
+fn answers(program: &str) -> String {
+    // A repository's config names the program: only a `mailroom` on PATH or at an absolute
+    // path is started, so a checked-out repository cannot get its own program run by --check.
+    let path = Path::new(program);
+    if path.file_name().and_then(|n| n.to_str()) != Some("mailroom") {
+        return "not a mailroom program: not started".into();
+    }
+    if program.contains('/') && !path.is_absolute() {
+        return "a relative path: not started".into();
+    }
+    let resolved = if program.contains('/') {
+        Some(PathBuf::from(program))
+    } else {
+        on_path(program)
+    };
+    let Some(path) = resolved else {
+        return "not found (not on PATH)".into();
+    };
+    match std::process::Command::new(&path)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output()
+    {
+        Ok(out) if out.status.success() => {
+            let v = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            if v.starts_with("mailroom") {
+                format!("answers ({v}) at {}", path.display())
+            } else {
+                format!("{} answers, but not as mailroom", path.display())
+            }
+        }
+        Ok(out) => format!("{} fails ({})", path.display(), out.status),
+        Err(e) => format!("{} cannot start: {e}", path.display()),
+    }
+}
+
+fn preview(cli: &Cli, env: &Env) -> Result<Option<(String, String)>> {
+    let mut ctx = crate::context::Ctx::new(cli, env)?;
+    let Some(identity) = ctx.identity()? else {
+        return Err(anyhow!(
+            "no identity here (not in a git checkout; --as or MAILROOM_AS names one)"
+        ));
+    };
+    if !ctx.store.exists()? {
+        return Ok(None);
+    }
+    let words = ctx.words()?;
+    let text = ctx.mailroom().preview_session_start(
+        &identity.address,
+        crate::commands::hook::BUDGET,
+        &words,
+    )?;
+    Ok(text.map(|t| (identity.address.to_string(), t)))
+}

@@ -1,0 +1,584 @@
+//! `setup HARNESS`: on a temporary HOME and repository whose configs already hold other
+//! servers, other hooks and comments, it adds mailroom's entries, says "nothing to change" the
+//! second time, writes nothing with --dry-run, and --uninstall gives back the original bytes.
+//! Also the refusals, `setup --check`, and the hook JSON each harness gets.
+
+use std::path::{Path, PathBuf};
+
+use insta::assert_snapshot;
+use serde_json::{Value, json};
+
+use crate::support::{BIN, Home, TestCommand, settings};
+
+/// A temporary HOME, a git checkout `web` in it, and a PATH holding `mailroom`.
+struct Machine {
+    home: Home,
+}
+
+impl Machine {
+    fn new() -> Machine {
+        let home = Home::new();
+        let m = Machine { home };
+        std::fs::create_dir_all(m.repo().join(".git")).unwrap();
+        std::fs::create_dir_all(m.user()).unwrap();
+        let bin = m.home.root().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(BIN, bin.join("mailroom")).unwrap();
+        m
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.home.root().join("src").join("web")
+    }
+
+    /// The user's HOME.
+    fn user(&self) -> PathBuf {
+        self.home.root().join("user")
+    }
+
+    fn setup<'a>(&self, args: impl IntoIterator<Item = &'a str>) -> TestCommand {
+        let mut c = self.home.cmd(["setup"]);
+        c.args(args)
+            .env("HOME", self.user())
+            .env("PATH", self.home.root().join("bin"))
+            .env_remove_all()
+            .current_dir(self.repo());
+        c
+    }
+
+    fn write(&self, path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Every file under the repository and the user's HOME, with its bytes.
+    fn files(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        for top in [self.repo(), self.user()] {
+            walk(&top, &mut out);
+        }
+        out.sort();
+        out
+    }
+
+    fn redact(&self, s: &str) -> String {
+        s.replace(&self.home.root().display().to_string(), "[TMP]")
+    }
+}
+
+trait EnvRemoveAll {
+    fn env_remove_all(&mut self) -> &mut Self;
+}
+
+impl EnvRemoveAll for TestCommand {
+    /// The harnesses' own locations must come from HOME alone.
+    fn env_remove_all(&mut self) -> &mut Self {
+        self.env("CODEX_HOME", "").env("XDG_CONFIG_HOME", "")
+    }
+}
+
+fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            walk(&p, out);
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap_or_default()));
+        }
+    }
+}
+
+/// The configs a user already has: other servers, other hooks, comments.
+fn existing(m: &Machine, harness: &str) {
+    let r = m.repo();
+    match harness {
+        "claude" => {
+            m.write(
+                &r.join(".mcp.json"),
+                "{\n  \"mcpServers\": {\n    \"github\": { \"command\": \"gh-mcp\", \"args\": [] }\n  }\n}\n",
+            );
+            m.write(
+                &r.join(".claude/settings.json"),
+                "{\n  \"permissions\": { \"allow\": [\"Bash(cargo test:*)\"] },\n  \"hooks\": {\n    \"Stop\": [\n      { \"hooks\": [{ \"type\": \"command\", \"command\": \"notify-send done\" }] }\n    ]\n  }\n}\n",
+            );
+        }
+        "codex" => {
+            m.write(
+                &r.join(".codex/config.toml"),
+                "# the team's Codex settings\nmodel = \"o4\"\n\n[mcp_servers.github]\ncommand = \"gh-mcp\" # keep\nargs = []\n",
+            );
+            m.write(
+                &r.join(".codex/hooks.json"),
+                "{\n  \"hooks\": {\n    \"PostToolUse\": [\n      { \"matcher\": \"Bash\", \"hooks\": [{ \"type\": \"command\", \"command\": \"./lint.sh\" }] }\n    ]\n  }\n}\n",
+            );
+        }
+        "gemini" => m.write(
+            &r.join(".gemini/settings.json"),
+            "{\n  // project settings\n  \"mcpServers\": {\n    \"github\": { \"command\": \"gh-mcp\" }\n  },\n  \"hooks\": {\n    \"AfterTool\": [\n      { \"matcher\": \"write_file\", \"hooks\": [{ \"type\": \"command\", \"command\": \"./fmt.sh\" }] }\n    ]\n  },\n  \"ui\": { \"theme\": \"GitHub\" }\n}\n",
+        ),
+        "cursor" => {
+            m.write(
+                &r.join(".cursor/mcp.json"),
+                "{\n  \"mcpServers\": {\n    \"github\": { \"command\": \"gh-mcp\" }\n  }\n}\n",
+            );
+            m.write(
+                &r.join(".cursor/hooks.json"),
+                "{\n  \"version\": 1,\n  \"hooks\": {\n    \"afterFileEdit\": [{ \"command\": \"./fmt.sh\" }]\n  }\n}\n",
+            );
+        }
+        "opencode" => m.write(
+            &r.join("opencode.jsonc"),
+            "{\n  \"$schema\": \"https://opencode.ai/config.json\",\n  // our servers\n  \"mcp\": {\n    \"github\": { \"type\": \"local\", \"command\": [\"gh-mcp\"] }\n  }\n}\n",
+        ),
+        _ => unreachable!(),
+    }
+}
+
+const HARNESSES: [&str; 5] = ["claude", "codex", "gemini", "cursor", "opencode"];
+
+#[test]
+fn setup_adds_once_keeps_everything_else_and_uninstall_restores_the_original_bytes() {
+    for harness in HARNESSES {
+        let m = Machine::new();
+        existing(&m, harness);
+        let before = m.files();
+
+        let dry = m.setup([harness, "--dry-run"]).ok();
+        assert!(dry.stdout.contains("+++ "), "{harness}: {}", dry.stdout);
+        assert!(
+            dry.stdout.contains("dry run: nothing written"),
+            "{}",
+            dry.stdout
+        );
+        assert_eq!(m.files(), before, "{harness}: --dry-run wrote");
+
+        let first = m.setup([harness]).ok();
+        assert_eq!(
+            first
+                .stdout
+                .replace("dry run: nothing written", "")
+                .replace("would change", "changed"),
+            first.stdout,
+        );
+        let diff_of_dry = dry
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with(['+', '-', ' ', '@']))
+            .collect::<Vec<_>>();
+        let diff_of_run = first
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with(['+', '-', ' ', '@']))
+            .collect::<Vec<_>>();
+        assert_eq!(
+            diff_of_dry, diff_of_run,
+            "{harness}: the dry run shows the real diff"
+        );
+        let after = m.files();
+        assert_ne!(after, before);
+        // Everything that was there is still there, byte for byte, line by line.
+        for (path, old) in &before {
+            let new = &after.iter().find(|(p, _)| p == path).unwrap().1;
+            let new = String::from_utf8_lossy(new);
+            for line in String::from_utf8_lossy(old).lines() {
+                let line = line.trim_end_matches(',');
+                assert!(
+                    new.contains(line),
+                    "{harness}: {} lost {line:?}:\n{new}",
+                    path.display()
+                );
+            }
+        }
+        let again = m.setup([harness]).ok();
+        assert_eq!(
+            again.stdout,
+            format!("{harness} (project): already set up: nothing to change\n"),
+            "{harness}"
+        );
+        assert_eq!(m.files(), after);
+
+        let gone = m.setup([harness, "--uninstall"]).ok();
+        assert!(gone.stdout.contains("removed from"), "{}", gone.stdout);
+        assert_eq!(
+            m.files(),
+            before,
+            "{harness}: --uninstall left a difference"
+        );
+        let nothing = m.setup([harness, "--uninstall"]).ok();
+        assert!(
+            nothing.stdout.contains("nothing to change"),
+            "{}",
+            nothing.stdout
+        );
+    }
+}
+
+#[test]
+fn on_a_machine_with_nothing_setup_creates_the_files_and_uninstall_removes_them() {
+    for harness in HARNESSES {
+        for scope in ["--project", "--user"] {
+            let m = Machine::new();
+            let before = m.files();
+            m.setup([harness, scope]).ok();
+            assert_ne!(m.files(), before, "{harness} {scope}");
+            m.setup([harness, scope, "--uninstall"]).ok();
+            assert_eq!(m.files(), before, "{harness} {scope}");
+        }
+    }
+}
+
+#[test]
+fn the_diff_setup_prints_for_each_harness() {
+    let _s = settings().bind_to_scope();
+    for harness in HARNESSES {
+        let m = Machine::new();
+        existing(&m, harness);
+        let run = m.setup([harness]).ok();
+        assert_snapshot!(format!("diff_{harness}"), m.redact(&run.stdout));
+    }
+}
+
+#[test]
+fn every_written_config_parses_and_names_mailroom_as_the_docs_say() {
+    let m = Machine::new();
+    for h in HARNESSES {
+        m.setup([h]).ok();
+    }
+    let r = m.repo();
+    let read = |p: &str| -> Value {
+        let text = std::fs::read_to_string(r.join(p)).unwrap();
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{p}: {e}\n{text}"))
+    };
+    assert_eq!(
+        read(".mcp.json")["mcpServers"]["mailroom"],
+        json!({"type": "stdio", "command": "mailroom", "args": ["mcp"]})
+    );
+    let claude = read(".claude/settings.json");
+    for event in ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"] {
+        assert_eq!(
+            claude["hooks"][event][0]["hooks"][0]["command"],
+            format!("mailroom hook claude {event}")
+        );
+    }
+    let gemini = read(".gemini/settings.json");
+    assert_eq!(gemini["mcpServers"]["mailroom"]["args"], json!(["mcp"]));
+    for event in ["SessionStart", "BeforeAgent", "AfterTool", "AfterAgent"] {
+        assert_eq!(
+            gemini["hooks"][event][0]["hooks"][0]["command"],
+            format!("mailroom hook gemini {event}")
+        );
+    }
+    let cursor = read(".cursor/hooks.json");
+    assert_eq!(cursor["version"], 1);
+    for event in ["sessionStart", "postToolUse", "stop"] {
+        assert_eq!(
+            cursor["hooks"][event][0]["command"],
+            format!("mailroom hook cursor {event}")
+        );
+    }
+    let opencode = read("opencode.json");
+    assert_eq!(
+        opencode["mcp"]["mailroom"],
+        json!({"type": "local", "command": ["mailroom", "mcp"], "enabled": true})
+    );
+    let toml = std::fs::read_to_string(r.join(".codex/config.toml")).unwrap();
+    assert_eq!(
+        toml,
+        "[mcp_servers.mailroom]\ncommand = \"mailroom\"\nargs = [\"mcp\"]\n"
+    );
+    // Every hook command runs: the program named answers each event without a warning.
+    let codex = read(".codex/hooks.json");
+    for (file, v) in [("claude", &claude), ("codex", &codex), ("gemini", &gemini)] {
+        for (_, groups) in v["hooks"].as_object().unwrap() {
+            let command = groups[0]["hooks"][0]["command"].as_str().unwrap();
+            let args: Vec<&str> = command.split(' ').skip(1).collect();
+            let run = m
+                .home
+                .cmd(&args)
+                .current_dir(&r)
+                .stdin(json!({"cwd": r}).to_string())
+                .run();
+            assert_eq!(
+                (run.code, run.stderr.as_str()),
+                (0, ""),
+                "{file}: {command}"
+            );
+        }
+    }
+}
+
+#[test]
+fn refusals_change_nothing_and_say_what_to_do() {
+    let m = Machine::new();
+    // A file it cannot parse.
+    m.write(
+        &m.repo().join(".gemini/settings.json"),
+        "{ \"mcpServers\": ",
+    );
+    let before = m.files();
+    let bad = m.setup(["gemini"]).run();
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    assert!(
+        bad.stderr
+            .contains(".gemini/settings.json cannot be edited: it is not valid JSON"),
+        "{}",
+        bad.stderr
+    );
+    assert_eq!(m.files(), before);
+    // `all` with one bad file writes nothing anywhere.
+    std::fs::create_dir_all(m.user().join(".claude")).unwrap();
+    std::fs::create_dir_all(m.user().join(".gemini")).unwrap();
+    let all = m.setup(["all"]).run();
+    assert_eq!(all.code, 2, "{}", all.stderr);
+    assert_eq!(m.files(), before);
+    std::fs::remove_file(m.repo().join(".gemini/settings.json")).unwrap();
+
+    // Claude Code reads its settings as plain JSON: a comment would make it drop the file.
+    m.write(
+        &m.repo().join(".claude/settings.json"),
+        "{\n  // mine\n  \"model\": \"opus\"\n}\n",
+    );
+    let before = m.files();
+    let commented = m.setup(["claude"]).run();
+    assert_eq!(commented.code, 2, "{}", commented.stderr);
+    assert!(
+        commented
+            .stderr
+            .contains("plain JSON, which has no comments"),
+        "{}",
+        commented.stderr
+    );
+    assert_eq!(m.files(), before);
+    std::fs::remove_file(m.repo().join(".claude/settings.json")).unwrap();
+
+    // A symlinked config.
+    let elsewhere = m.home.root().join("dotfiles-settings.json");
+    std::fs::write(&elsewhere, "{}\n").unwrap();
+    std::fs::create_dir_all(m.repo().join(".claude")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, m.repo().join(".claude/settings.json")).unwrap();
+    let before = m.files();
+    let link = m.setup(["claude"]).run();
+    assert_eq!(link.code, 4, "{}", link.stderr);
+    assert!(
+        link.stderr.contains("is a symbolic link"),
+        "{}",
+        link.stderr
+    );
+    assert_eq!(std::fs::read(&elsewhere).unwrap(), b"{}\n");
+    assert_eq!(m.files(), before);
+
+    // mailroom not on PATH: the absolute path is offered, and taken.
+    let mut c = m.setup(["codex"]);
+    c.env("PATH", "/nonexistent");
+    let missing = c.run();
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing.stderr.contains("`mailroom` is not on PATH")
+            && missing.stderr.contains("--binary /"),
+        "{}",
+        missing.stderr
+    );
+    assert_eq!(m.files(), before);
+    let offered = missing.stderr.split("--binary ").nth(1).unwrap().trim();
+    let mut c = m.setup(["codex", "--binary", offered]);
+    c.env("PATH", "/nonexistent");
+    c.ok();
+    let toml = std::fs::read_to_string(m.repo().join(".codex/config.toml")).unwrap();
+    assert!(toml.contains(&format!("command = \"{offered}\"")), "{toml}");
+
+    // Bad arguments.
+    for (args, says) in [
+        (vec!["vim"], "unknown harness 'vim'"),
+        (
+            vec!["claude", "--binary", "mailroom"],
+            "not an absolute path",
+        ),
+        (vec!["claude", "--project", "--user"], "not both"),
+        (vec!["claude", "--as", "a b"], "is not a valid address"),
+    ] {
+        let run = m.setup(args.clone()).run();
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
+    }
+    let outside = m.setup(["claude"]).current_dir(m.home.root()).run();
+    assert_eq!(outside.code, 2);
+    assert!(
+        outside.stderr.contains("not inside a git checkout"),
+        "{}",
+        outside.stderr
+    );
+}
+
+#[test]
+fn a_stale_entry_is_replaced_and_a_hand_added_neighbour_kept() {
+    let m = Machine::new();
+    m.write(
+        &m.repo().join(".claude/settings.json"),
+        "{\n  \"hooks\": {\n    \"Stop\": [\n      { \"hooks\": [\n        { \"type\": \"command\", \"command\": \"/old/bin/mailroom hook claude Stop\" },\n        { \"type\": \"command\", \"command\": \"say done\" }\n      ] }\n    ]\n  }\n}\n",
+    );
+    m.setup(["claude"]).ok();
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(m.repo().join(".claude/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let stop = serde_json::to_string(&v["hooks"]["Stop"]).unwrap();
+    assert!(!stop.contains("/old/bin"), "{stop}");
+    assert!(
+        stop.contains("say done") && stop.contains("\"mailroom hook claude Stop\""),
+        "{stop}"
+    );
+    assert!(
+        m.setup(["claude"])
+            .ok()
+            .stdout
+            .contains("nothing to change")
+    );
+}
+
+#[test]
+fn check_reports_wiring_the_program_and_the_session_start_injection_without_marking_it_read() {
+    let m = Machine::new();
+    m.home.send("api", "web", "the schema moved to v2");
+    let not = m.setup(["--check"]).run();
+    assert_eq!(not.code, 3, "{}", not.stderr);
+    m.setup(["claude"]).ok();
+    m.setup(["codex", "--user"]).ok();
+    let check = m.setup(["--check"]).ok();
+    let _s = settings().bind_to_scope();
+    assert_snapshot!(
+        "check",
+        m.home
+            .redact(&m.redact(&check.stdout))
+            .replace(env!("CARGO_PKG_VERSION"), "[VERSION]")
+    );
+    // A repository's config cannot get its own program run by --check.
+    m.write(
+        &m.repo().join(".cursor/mcp.json"),
+        "{\"mcpServers\": {\"mailroom\": {\"command\": \"./evil\"}}}",
+    );
+    m.write(
+        &m.repo().join(".gemini/settings.json"),
+        "{\"mcpServers\": {\"mailroom\": {\"command\": \"./bin/mailroom\"}}}",
+    );
+    let hostile = m.setup(["--check"]).ok();
+    assert!(
+        hostile
+            .stdout
+            .contains("program ./evil: not a mailroom program: not started")
+            && hostile
+                .stdout
+                .contains("program ./bin/mailroom: a relative path: not started"),
+        "{}",
+        hostile.stdout
+    );
+    // Nothing was marked read: the real SessionStart still shows it.
+    let start = m
+        .home
+        .cmd(["hook", "claude", "SessionStart"])
+        .stdin(json!({"cwd": m.repo()}).to_string())
+        .ok();
+    assert!(
+        start.stdout.contains("the schema moved to v2"),
+        "{}",
+        start.stdout
+    );
+}
+
+/// The JSON each harness gets, pinned whole: Codex's is Claude Code's shape, Gemini CLI's
+/// names its own events, Cursor's uses `additional_context` and `followup_message`.
+#[test]
+fn each_harness_gets_its_own_hook_shape() {
+    let _s = settings().bind_to_scope();
+    let m = Machine::new();
+    m.home.send("api", "web", "please review #12");
+    let r = m.repo();
+    let mut shapes = String::new();
+    for (harness, start, tool, stop, stop_input) in [
+        (
+            "codex",
+            "SessionStart",
+            "PostToolUse",
+            "Stop",
+            json!({"cwd": r, "stop_hook_active": false}),
+        ),
+        (
+            "gemini",
+            "SessionStart",
+            "AfterTool",
+            "AfterAgent",
+            json!({"cwd": r, "stop_hook_active": false}),
+        ),
+        (
+            "cursor",
+            "sessionStart",
+            "postToolUse",
+            "stop",
+            json!({"workspace_roots": [r], "loop_count": 0}),
+        ),
+    ] {
+        // A fresh SessionStart each time (it shows everything pending).
+        let s = m
+            .home
+            .cmd(["hook", harness, start])
+            .stdin(json!({"cwd": r, "workspace_roots": [r]}).to_string())
+            .ok();
+        m.home.send("api", "web", &format!("news for {harness}"));
+        let t = m
+            .home
+            .cmd(["hook", harness, tool])
+            .stdin(json!({"cwd": r, "workspace_roots": [r]}).to_string())
+            .ok();
+        let st = m
+            .home
+            .cmd(["hook", harness, stop])
+            .stdin(stop_input.to_string())
+            .ok();
+        for (event, run) in [(start, s), (tool, t), (stop, st)] {
+            let v: Value = serde_json::from_str(&run.stdout)
+                .unwrap_or_else(|e| panic!("{harness} {event}: {e}: {}", run.stdout));
+            shapes.push_str(&format!(
+                "== {harness} {event}\n{}\n",
+                serde_json::to_string_pretty(&v).unwrap()
+            ));
+        }
+    }
+    // Stop continues once, not twice.
+    for (harness, event, again) in [
+        ("codex", "Stop", json!({"cwd": r, "stop_hook_active": true})),
+        (
+            "gemini",
+            "AfterAgent",
+            json!({"cwd": r, "stop_hook_active": true}),
+        ),
+        (
+            "cursor",
+            "stop",
+            json!({"workspace_roots": [r], "loop_count": 1}),
+        ),
+    ] {
+        let run = m
+            .home
+            .cmd(["hook", harness, event])
+            .stdin(again.to_string())
+            .ok();
+        assert_eq!(run.stdout, "", "{harness}: a second stop continues again");
+    }
+    // Cursor's beforeSubmitPrompt cannot add context: nothing, and the mail stays news.
+    m.home.send("api", "web", "late news");
+    let prompt = m
+        .home
+        .cmd(["hook", "cursor", "beforeSubmitPrompt"])
+        .stdin(json!({"workspace_roots": [r]}).to_string())
+        .ok();
+    assert_eq!(prompt.stdout, "");
+    let tool = m
+        .home
+        .cmd(["hook", "cursor", "postToolUse"])
+        .stdin(json!({"workspace_roots": [r]}).to_string())
+        .ok();
+    assert!(tool.stdout.contains("late news"), "{}", tool.stdout);
+    assert_snapshot!("hook_shapes", m.home.redact(&shapes));
+}
