@@ -1,6 +1,7 @@
 //! The guard every request passes: a `Host` that no DNS name can rebind, the secret token (once
 //! in the URL, then as an HttpOnly SameSite=Strict cookie), same-origin POSTs, and headers that
-//! keep the page inert (a strict Content-Security-Policy, no framing, no referrer, no caching).
+//! keep the page inert (a strict Content-Security-Policy, no framing, no referrer to other
+//! sites, no caching).
 //! Invariant: no handler runs for a request that failed any of these checks.
 
 use axum::body::Body;
@@ -235,7 +236,7 @@ fn harden(headers: &mut HeaderMap) {
         ("content-security-policy", CSP),
         ("x-content-type-options", "nosniff"),
         ("x-frame-options", "DENY"),
-        ("referrer-policy", "no-referrer"),
+        ("referrer-policy", "same-origin"),
         ("cross-origin-opener-policy", "same-origin"),
         ("cross-origin-resource-policy", "same-origin"),
         ("cache-control", "no-store"),

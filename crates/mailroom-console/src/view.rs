@@ -45,7 +45,7 @@ impl Page<'_> {
                     meta charset="utf-8";
                     meta name="viewport" content="width=device-width, initial-scale=1";
                     meta name="color-scheme" content="light dark";
-                    meta name="referrer" content="no-referrer";
+                    meta name="referrer" content="same-origin";
                     title { (self.title) " · mailroom" }
                     link rel="stylesheet" href="/static/console.css";
                     script src="/static/console.js" defer {}
@@ -144,7 +144,8 @@ pub fn content(m: &Message) -> Markup {
     }
 }
 
-/// The reply and done forms under a pending message.
+/// The reply and done forms under a pending message; the done button sits beside the reply
+/// button and belongs to its own form.
 pub fn answer_forms(id: MessageId, back: &str, csrf: &str, label: &str) -> Markup {
     html! {
         form.reply method="post" action="/reply" {
@@ -155,13 +156,13 @@ pub fn answer_forms(id: MessageId, back: &str, csrf: &str, label: &str) -> Marku
             textarea id={ "reply-" (id) } name="body" rows="3" required placeholder=(label) {}
             div.buttons {
                 button type="submit" { "Reply and close" }
+                button.secondary type="submit" form={ "done-" (id) } { "Done" }
             }
         }
-        form.done method="post" action="/done" {
+        form.done id={ "done-" (id) } method="post" action="/done" {
             input type="hidden" name="csrf" value=(csrf);
             input type="hidden" name="id" value=(id);
             input type="hidden" name="back" value=(back);
-            button type="submit" { "Done" }
         }
     }
 }

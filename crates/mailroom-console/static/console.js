@@ -63,6 +63,7 @@
     es.onerror = function () { if (live) live.classList.remove('on'); };
     es.addEventListener('mail', function (e) {
       body.dataset.lastEvent = e.data;
+      body.dataset.lastEventAt = String(Date.now());
       if (body.dataset.live === '1') refresh();
       else {
         const n = document.querySelector('header.top nav a[href="/inbox"]');

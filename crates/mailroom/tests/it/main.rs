@@ -20,6 +20,7 @@ mod mcp;
 mod readers;
 mod roster;
 mod send;
+mod serve;
 mod support;
 mod terminal;
 mod wait;
