@@ -266,7 +266,7 @@ pub async fn compose(State(c): State<Console>, Query(q): Query<ComposeQuery>) ->
         path: "/compose",
         counts: counts(&pending),
         live: false,
-        after: None,
+        after: newest(&pending),
     }
     .render(main))
 }
@@ -345,7 +345,7 @@ pub async fn projects(State(c): State<Console>) -> PageResult {
         path: "/projects",
         counts: counts(&pending),
         live: false,
-        after: None,
+        after: newest(&pending),
     }
     .render(main))
 }
@@ -385,7 +385,7 @@ pub async fn channels(State(c): State<Console>) -> PageResult {
         path: "/channels",
         counts: counts(&pending),
         live: false,
-        after: None,
+        after: newest(&pending),
     }
     .render(main))
 }
@@ -454,7 +454,7 @@ pub async fn channel(
         path: "/channels",
         counts: counts(&pending),
         live: false,
-        after: None,
+        after: newest(&pending),
     }
     .render(main))
 }
@@ -509,7 +509,7 @@ pub async fn thread(State(c): State<Console>, Path(id): Path<String>) -> PageRes
         path: "",
         counts: counts(&pending),
         live: false,
-        after: None,
+        after: newest(&pending),
     }
     .render(main))
 }
@@ -551,7 +551,7 @@ pub async fn message(State(c): State<Console>, Path(id): Path<String>) -> PageRe
         path: "",
         counts: counts(&pending),
         live: false,
-        after: None,
+        after: newest(&pending),
     }
     .render(main))
 }
@@ -611,7 +611,7 @@ pub async fn search(State(c): State<Console>, Query(q): Query<SearchQuery>) -> P
         path: "/search",
         counts: counts(&pending),
         live: false,
-        after: None,
+        after: newest(&pending),
     }
     .render(main))
 }
