@@ -44,6 +44,19 @@ fn main() -> Result<()> {
     }
 
     let store: Arc<dyn mailroom_core::Store> = Arc::new(FsStore::new(home.clone()));
+    // The latency sends of an earlier run are archived, so every run sees the same page.
+    let agent = Address::parse_canonical("latency@bench")?;
+    let human = Address::human();
+    let leftover: Vec<String> = Mailroom::new(store.as_ref())
+        .peek(&human)?
+        .messages
+        .iter()
+        .filter(|s| s.message.from == agent)
+        .map(|s| s.message.id.to_string())
+        .collect();
+    if !leftover.is_empty() {
+        Mailroom::new(store.as_ref()).done(&human, &leftover)?;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -103,7 +116,6 @@ fn main() -> Result<()> {
         }
     });
     let mr = Mailroom::new(store.as_ref());
-    let agent = Address::parse_canonical("latency@bench")?;
     let mut latency = Vec::new();
     let mut send_only = Vec::new();
     for i in 0..runs {
@@ -119,6 +131,14 @@ fn main() -> Result<()> {
             }
         }
     }
+    let sent: Vec<String> = mr
+        .peek(&human)?
+        .messages
+        .iter()
+        .filter(|s| s.message.from == agent)
+        .map(|s| s.message.id.to_string())
+        .collect();
+    mr.done(&human, &sent)?;
     let _ = stop_tx.send(());
     drop(runtime.block_on(server));
 
