@@ -27,7 +27,8 @@ fn back_to(back: &str) -> String {
     let local = back.starts_with('/')
         && !back.starts_with("//")
         && !back.starts_with("/\\")
-        && !back.chars().any(|c| c.is_control());
+        // Only what a Location header carries as it is: printable ASCII.
+        && back.chars().all(|c| c.is_ascii_graphic());
     if local {
         back.to_owned()
     } else {
@@ -197,6 +198,8 @@ mod tests {
             ("javascript:alert(1)", "/"),
             ("", "/"),
             ("/x\r\nSet-Cookie: a=b", "/"),
+            ("/caf\u{e9}", "/"),
+            ("/a b", "/"),
         ] {
             assert_eq!(back_to(given), to, "{given}");
         }

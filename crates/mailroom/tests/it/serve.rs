@@ -415,3 +415,36 @@ fn serve_on_a_public_address_needs_expose() {
     );
     assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
 }
+
+#[test]
+fn serve_stops_on_sigterm_with_a_page_open_and_exits_0() {
+    let home = Home::new();
+    hold_request(&home, "deploy", "x");
+    let mut c = Console::start(&home);
+    let mut s = TcpStream::connect(("127.0.0.1", c.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "GET /events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\r\n",
+        c.host(),
+        c.cookie()
+    )
+    .unwrap();
+    let mut lines = BufReader::new(s).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "HTTP/1.1 200 OK");
+    // The stream is open once the pending hold request is announced on it.
+    assert!(lines.any(|l| l.unwrap().starts_with("data: ")));
+    let status = Command::new("kill")
+        .args(["-TERM", &c.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut child = std::mem::replace(&mut c.child, Command::new("true").spawn().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || drop(tx.send(child.wait())));
+    let exit = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("serve stopped within 20 s of SIGTERM with a page open")
+        .unwrap();
+    assert_eq!(exit.code(), Some(0));
+}
