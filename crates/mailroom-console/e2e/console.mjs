@@ -80,8 +80,13 @@ try {
   page.on('console', (m) => { if (/Content Security Policy/i.test(m.text())) cspReports.push(m.text()); });
   page.setDefaultTimeout(15000);
 
-  // Admission: the token becomes a cookie and leaves the address bar.
-  await page.goto(url);
+  // Admission, following the printed address from another site (as from a chat or a web
+  // mail): the token becomes a cookie and leaves the address bar.
+  await page.setContent(`<a id="printed" href="${url}">the console</a>`);
+  await page.click('#printed');
+  await page.waitForURL(base + '/');
+  await page.waitForSelector('main h1');
+  check((await page.locator('main h1').innerText()) === 'Decisions', 'a link from another site admits the browser');
   check(page.url() === base + '/', 'the token leaves the address bar: ' + page.url());
   await page.waitForSelector('#live.on');
   check(await page.locator('li.decision').count() === 1, 'the decision queue holds the open question');

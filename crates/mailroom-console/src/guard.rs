@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use crate::Console;
 
@@ -89,13 +89,9 @@ pub async fn guard(State(console): State<Console>, request: Request, next: Next)
                 "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
                 console.secret().token()
             );
-            let mut r = StatusCode::SEE_OTHER.into_response();
-            if let (Ok(c), Ok(l)) = (
-                HeaderValue::from_str(&cookie),
-                HeaderValue::from_str(&location),
-            ) {
+            let mut r = admission(&location);
+            if let Ok(c) = HeaderValue::from_str(&cookie) {
                 r.headers_mut().insert(header::SET_COOKIE, c);
-                r.headers_mut().insert(header::LOCATION, l);
             }
             r
         }
@@ -107,8 +103,8 @@ pub async fn guard(State(console): State<Console>, request: Request, next: Next)
 
 enum Verdict {
     Pass,
-    /// The token came in the URL: set the cookie and send the browser to the same page
-    /// without it, so the token leaves the address bar and the history.
+    /// The token came in the URL: set the cookie and send the browser on to the same page
+    /// without it, so the token leaves the address bar.
     SetCookie(String),
     Refuse(StatusCode, &'static str),
 }
@@ -219,6 +215,25 @@ fn cookie_token(headers: &HeaderMap) -> Option<&str> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .find_map(|c| c.trim().strip_prefix(COOKIE)?.strip_prefix('='))
+}
+
+/// The answer that sets the cookie: a page that moves on to `location` itself. A redirect would
+/// not do: when the printed address is followed from another site (a chat, a web mail), the
+/// browser counts a redirect as part of that cross-site navigation and withholds the new
+/// SameSite=Strict cookie; a refresh started by this page is same-site.
+fn admission(location: &str) -> Response {
+    let page = maud::html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="refresh" content={ "0;url=" (location) };
+                title { "mailroom" }
+            }
+            body { p { a href=(location) { "Open the console" } } }
+        }
+    };
+    crate::view::html_response(StatusCode::OK, page)
 }
 
 fn refusal(status: StatusCode, why: &'static str) -> Response {
