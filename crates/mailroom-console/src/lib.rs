@@ -157,11 +157,12 @@ impl std::fmt::Display for ServeError {
 impl std::error::Error for ServeError {}
 
 /// Serves the console on `listen` until SIGINT or SIGTERM: starts the runtime, binds, hands
-/// `ready` the first address to open (with the token), and returns once open requests ended.
+/// `ready` the first address to open (with the token) and the address bound, and returns once
+/// open requests ended.
 pub fn run(
     mr: Mailroom<'static>,
     listen: SocketAddr,
-    ready: impl FnOnce(&str),
+    ready: impl FnOnce(&str, SocketAddr),
 ) -> Result<(), ServeError> {
     let io = |e| ServeError::Io(listen, e);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -178,7 +179,7 @@ pub fn run(
             })?;
         let bound = listener.local_addr().map_err(io)?;
         let console = Console::new(mr, bound.port()).map_err(io)?;
-        ready(&console.first_url(bound));
+        ready(&console.first_url(bound), bound);
         serve(listener, console, stop_signal())
             .await
             .map_err(|e| ServeError::Io(bound, e))

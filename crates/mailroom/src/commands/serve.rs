@@ -20,14 +20,14 @@ pub fn serve(ctx: &mut Ctx, listen: SocketAddr, open: bool, expose: bool) -> Res
     }
     let store = Arc::new(FsStore::new(ctx.store.home().to_path_buf()));
     let home = ctx.store.home().display().to_string();
-    let result = mailroom_console::run(Mailroom::shared(store), listen, |url| {
+    let result = mailroom_console::run(Mailroom::shared(store), listen, |url, bound| {
         println!("{url}");
         eprintln!(
             "mailroom console for {home}, acting as HUMAN: open the address above; Ctrl-C stops it"
         );
         if !listen.ip().is_loopback() {
             eprintln!(
-                "warning: listening on {listen}, beyond this machine: whoever reaches it with this address (its token) can read all mail of every project and send as HUMAN, and plain HTTP carries the token unencrypted"
+                "warning: listening on {bound}, beyond this machine: whoever reaches it with this address (its token) can read all mail of every project and send as HUMAN, and plain HTTP carries the token unencrypted"
             );
         }
         if open {
