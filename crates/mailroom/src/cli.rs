@@ -180,6 +180,19 @@ pub enum Command {
         #[arg(long)]
         as_any: bool,
     },
+    /// Serve the operator's console, a web page acting as HUMAN, on loopback (see README).
+    Serve {
+        /// The address to listen on; port 0 picks a free port.
+        #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:7474")]
+        listen: std::net::SocketAddr,
+        /// Open the console in the default browser once it listens.
+        #[arg(long)]
+        open: bool,
+        /// Allow an address other than loopback: anyone who reaches it and holds the printed
+        /// address can read all mail and send as HUMAN, over plain HTTP.
+        #[arg(long)]
+        expose: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ mod import;
 mod lifecycle;
 mod mcp;
 mod send;
+mod serve;
 mod setup;
 mod wait;
 mod whoami;
@@ -116,6 +117,11 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
         Command::Demo => demo::run(),
         Command::Mcp { tools, as_any } => mcp::mcp(ctx, tools, as_any),
         Command::Hook { .. } | Command::Setup(_) => Ok(()),
+        Command::Serve {
+            listen,
+            open,
+            expose,
+        } => serve::serve(ctx, listen, open, expose),
     }
 }
 
@@ -155,7 +161,9 @@ fn reads_only(command: &Command) -> Reads {
         // An agent may wait for its first mail before anyone sent any: it says there is no
         // home yet, waits, and creates none.
         | Command::Wait { .. }
-        | Command::Watch { .. } => Reads::Listing,
+        | Command::Watch { .. }
+        // The console shows an empty room until the first send creates the home.
+        | Command::Serve { .. } => Reads::Listing,
         Command::Channel {
             action:
                 ChannelAction::List

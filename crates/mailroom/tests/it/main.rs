@@ -21,6 +21,7 @@ mod mcp;
 mod readers;
 mod roster;
 mod send;
+mod serve;
 mod setup;
 mod support;
 mod terminal;

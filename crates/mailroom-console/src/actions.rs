@@ -1,0 +1,207 @@
+//! The state-changing requests, each a POST from the console's own forms carrying this run's
+//! CSRF token: reply (reaches the sender, closes HUMAN's copy), done, send. Invariant: a form
+//! without the token changes nothing; each action is one core operation.
+
+use axum::extract::State;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Form, http::StatusCode};
+use mailroom_core::ops::Draft;
+use mailroom_core::{Address, Kind, MemberStatus, Name, Priority};
+use serde::Deserialize;
+
+use crate::Console;
+use crate::view::Failure;
+
+fn check_csrf(c: &Console, given: &str) -> Result<(), Failure> {
+    if c.secret().csrf_matches(given) {
+        Ok(())
+    } else {
+        Err(Failure::forbidden(
+            "this form is not from the console's current page: reload the page and try again.",
+        ))
+    }
+}
+
+/// Where to go after an action: one of the console's own pages, never another site.
+fn back_to(back: &str) -> String {
+    let local = back.starts_with('/')
+        && !back.starts_with("//")
+        && !back.starts_with("/\\")
+        // Only what a Location header carries as it is: printable ASCII.
+        && back.chars().all(|c| c.is_ascii_graphic());
+    if local {
+        back.to_owned()
+    } else {
+        "/".to_owned()
+    }
+}
+
+/// A 303 to `back` after a POST, so a reload does not post again.
+fn see_other(back: &str) -> Response {
+    Redirect::to(&back_to(back)).into_response()
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ReplyForm {
+    csrf: String,
+    id: String,
+    body: String,
+    #[serde(default)]
+    back: String,
+}
+
+pub async fn reply(
+    State(c): State<Console>,
+    Form(f): Form<ReplyForm>,
+) -> Result<Response, Failure> {
+    check_csrf(&c, &f.csrf)?;
+    let body = f.body.replace("\r\n", "\n");
+    let id = f.id;
+    c.blocking(move |mr, me| {
+        let draft = Draft {
+            body,
+            ..Draft::default()
+        };
+        mr.reply(me, &id, draft, false)
+    })
+    .await??;
+    Ok(see_other(&f.back))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DoneForm {
+    csrf: String,
+    id: String,
+    #[serde(default)]
+    back: String,
+}
+
+pub async fn done(State(c): State<Console>, Form(f): Form<DoneForm>) -> Result<Response, Failure> {
+    check_csrf(&c, &f.csrf)?;
+    let id = f.id;
+    c.blocking(move |mr, me| mr.done(me, &[id])).await??;
+    Ok(see_other(&f.back))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SendForm {
+    csrf: String,
+    mode: String,
+    #[serde(default)]
+    to: String,
+    #[serde(default)]
+    project: String,
+    #[serde(default)]
+    channel: String,
+    #[serde(default)]
+    subject: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    priority: String,
+    body: String,
+}
+
+pub async fn send(State(c): State<Console>, Form(f): Form<SendForm>) -> Result<Response, Failure> {
+    check_csrf(&c, &f.csrf)?;
+    let kind: Kind = if f.kind.is_empty() {
+        Kind::Info
+    } else {
+        f.kind.parse().map_err(Failure::bad)?
+    };
+    let priority: Priority = if f.priority.is_empty() {
+        Priority::Medium
+    } else {
+        f.priority.parse().map_err(Failure::bad)?
+    };
+    let subject = Some(f.subject.trim().to_owned()).filter(|s| !s.is_empty());
+    let draft = Draft {
+        to: vec![],
+        subject,
+        body: f.body.replace("\r\n", "\n"),
+        kind,
+        priority,
+        idempotency_key: None,
+    };
+    let project = || {
+        Name::parse(f.project.trim())
+            .map_err(|e| Failure::bad(format!("choose a project for this kind of send ({e})")))
+    };
+    let sent = match f.mode.as_str() {
+        "to" => {
+            let to: Vec<String> =
+                f.to.split([',', ' ', '\n'])
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+            if to.is_empty() {
+                return Err(Failure::bad(
+                    "name at least one recipient (handle or handle@project) in To.",
+                ));
+            }
+            c.blocking(move |mr, me| mr.send(me, Draft { to, ..draft }))
+                .await??
+        }
+        "members" => {
+            let project = project()?;
+            c.blocking(move |mr, me| {
+                let to: Vec<String> = mr
+                    .roster(&project)?
+                    .into_iter()
+                    .filter(|m| m.status == MemberStatus::Active)
+                    .map(|m| Address::in_project(m.handle, project.clone()).to_string())
+                    .collect();
+                if to.is_empty() {
+                    return Err(mailroom_core::Error::Invalid(format!(
+                        "project {project} has no active member to write to"
+                    )));
+                }
+                mr.send(me, Draft { to, ..draft })
+            })
+            .await??
+        }
+        "channel" => {
+            let project = project()?;
+            let channel = f.channel.trim().to_owned();
+            if channel.is_empty() {
+                return Err(Failure::bad(
+                    "name the channel to post to (e.g. all or run-42).",
+                ));
+            }
+            c.blocking(move |mr, me| mr.post(me, &project, &channel, draft))
+                .await??
+        }
+        other => {
+            return Err(Failure::bad(format!(
+                "unknown kind of send '{other}': choose handles, a project's members or a channel."
+            )));
+        }
+    };
+    let mut r = Redirect::to(&format!("/compose?sent={}", sent.message.id)).into_response();
+    *r.status_mut() = StatusCode::SEE_OTHER;
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_only_ever_returns_to_a_page_of_the_console() {
+        for (given, to) in [
+            ("/inbox", "/inbox"),
+            ("/thread/01ABC", "/thread/01ABC"),
+            ("//evil.example/", "/"),
+            ("/\\evil.example", "/"),
+            ("https://evil.example/", "/"),
+            ("javascript:alert(1)", "/"),
+            ("", "/"),
+            ("/x\r\nSet-Cookie: a=b", "/"),
+            ("/caf\u{e9}", "/"),
+            ("/a b", "/"),
+        ] {
+            assert_eq!(back_to(given), to, "{given}");
+        }
+    }
+}

@@ -1,0 +1,456 @@
+//! `mailroom serve`, the operator's console, over real HTTP: the guard refuses requests
+//! without the token, with a Host a DNS name could rebind, and cross-site POSTs, and changes
+//! nothing when it refuses; the admitted page answers a hold request and shows agent text inert.
+
+use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::support::{BIN, Home};
+
+/// A running `mailroom serve` on a free loopback port.
+struct Console {
+    child: Child,
+    port: u16,
+    token: String,
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One HTTP answer.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+impl Console {
+    fn start(home: &Home) -> Console {
+        let mut child = Command::new(BIN)
+            .env_remove("MAILROOM_AS")
+            .env_remove("MAILROOM_URL")
+            .env("MAILROOM_HOME", home.path())
+            .current_dir(home.root().join("work"))
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let url = first.trim();
+        let rest = url
+            .strip_prefix("http://127.0.0.1:")
+            .unwrap_or_else(|| panic!("{url:?}"));
+        let (port, token) = rest.split_once("/?token=").unwrap();
+        Console {
+            child,
+            port: port.parse().unwrap(),
+            token: token.to_owned(),
+        }
+    }
+
+    fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn cookie(&self) -> String {
+        format!("mailroom_console={}", self.token)
+    }
+
+    /// Sends one request with `headers` (Host included by the caller) and reads the answer.
+    fn raw(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        for (n, v) in headers {
+            req.push_str(&format!("{n}: {v}\r\n"));
+        }
+        if !body.is_empty() {
+            req.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
+        }
+        req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        s.write_all(req.as_bytes()).unwrap();
+        let mut text = String::new();
+        s.read_to_string(&mut text).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        Answer {
+            status,
+            head: head.to_owned(),
+            body: body.to_owned(),
+        }
+    }
+
+    /// A GET from the admitted browser.
+    fn get(&self, path: &str) -> Answer {
+        let (host, cookie) = (self.host(), self.cookie());
+        self.raw("GET", path, &[("Host", &host), ("Cookie", &cookie)], "")
+    }
+
+    /// A form POST as the console's own page sends it.
+    fn post(&self, path: &str, form: &[(&str, &str)]) -> Answer {
+        let (host, cookie) = (self.host(), self.cookie());
+        let origin = format!("http://{host}");
+        self.raw(
+            "POST",
+            path,
+            &[
+                ("Host", &host),
+                ("Cookie", &cookie),
+                ("Origin", &origin),
+                ("Sec-Fetch-Site", "same-origin"),
+            ],
+            &encode(form),
+        )
+    }
+
+    /// The CSRF token the page's forms carry.
+    fn csrf(&self) -> String {
+        let page = self.get("/compose").body;
+        let at = page.find("name=\"csrf\" value=\"").unwrap() + 19;
+        page[at..at + 64].to_owned()
+    }
+}
+
+fn encode(form: &[(&str, &str)]) -> String {
+    form.iter()
+        .map(|(k, v)| {
+            let v: String = v
+                .bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                        (b as char).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            format!("{k}={v}")
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn hold_request(home: &Home, subject: &str, body: &str) -> String {
+    let v = home
+        .as_(
+            "alice@proj",
+            [
+                "--json",
+                "send",
+                "--to",
+                "HUMAN",
+                "--kind",
+                "HOLD_REQUEST",
+                "--subject",
+                subject,
+                "--message",
+                body,
+            ],
+        )
+        .json();
+    v["id"].as_str().unwrap().to_owned()
+}
+
+fn human_pending(home: &Home) -> usize {
+    let v = home.as_("HUMAN", ["--json", "inbox"]).json();
+    v["messages"].as_array().unwrap().len()
+}
+
+#[test]
+fn serve_refuses_every_request_without_the_token() {
+    let home = Home::new();
+    hold_request(&home, "deploy secret-subject", "body");
+    let c = Console::start(&home);
+    let host = c.host();
+    for (path, headers) in [
+        ("/", vec![("Host", host.as_str())]),
+        ("/inbox", vec![("Host", host.as_str())]),
+        ("/static/console.js", vec![("Host", host.as_str())]),
+        (
+            "/",
+            vec![("Host", host.as_str()), ("Cookie", "mailroom_console=0000")],
+        ),
+        ("/?token=0123456789", vec![("Host", host.as_str())]),
+    ] {
+        let a = c.raw("GET", path, &headers, "");
+        assert_eq!(a.status, 403, "{path} {headers:?}: {a:?}");
+        assert!(!a.body.contains("secret-subject"), "{a:?}");
+        assert!(a.header("set-cookie").is_none(), "{a:?}");
+    }
+}
+
+#[test]
+fn serve_admits_the_printed_token_once_as_an_httponly_strict_cookie() {
+    let home = Home::new();
+    let c = Console::start(&home);
+    let host = c.host();
+    let a = c.raw(
+        "GET",
+        &format!("/search?token={}&q=x", c.token),
+        &[("Host", &host)],
+        "",
+    );
+    assert_eq!(a.status, 200, "{a:?}");
+    assert!(
+        a.body
+            .contains(r#"<meta http-equiv="refresh" content="0;url=/search?q=x">"#),
+        "the page moves on without the token: {}",
+        a.body
+    );
+    assert!(!a.body.contains(&c.token));
+    assert_eq!(
+        a.header("set-cookie"),
+        Some(
+            format!(
+                "mailroom_console={}; HttpOnly; SameSite=Strict; Path=/",
+                c.token
+            )
+            .as_str()
+        )
+    );
+    let page = c.get("/");
+    assert_eq!(page.status, 200);
+    let csp = page.header("content-security-policy").unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe"),
+        "{csp}"
+    );
+    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"));
+    assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+}
+
+#[test]
+fn serve_refuses_a_host_a_dns_name_could_rebind() {
+    let home = Home::new();
+    hold_request(&home, "deploy secret-subject", "body");
+    let c = Console::start(&home);
+    let cookie = c.cookie();
+    let other_port = format!("127.0.0.1:{}", c.port.wrapping_add(1));
+    for host in [
+        format!("attacker.example:{}", c.port),
+        format!("localhost.attacker.example:{}", c.port),
+        other_port,
+        "127.0.0.1".to_owned(),
+    ] {
+        let a = c.raw("GET", "/", &[("Host", &host), ("Cookie", &cookie)], "");
+        assert_eq!(a.status, 421, "{host}: {a:?}");
+        assert!(!a.body.contains("secret-subject"));
+    }
+    let a = c.raw("GET", "/", &[("Cookie", &cookie)], "");
+    assert_eq!(a.status, 400, "no Host: {a:?}");
+    let localhost = format!("localhost:{}", c.port);
+    let a = c.raw("GET", "/", &[("Host", &localhost), ("Cookie", &cookie)], "");
+    assert_eq!(a.status, 200, "localhost is this machine: {a:?}");
+}
+
+#[test]
+fn serve_refuses_a_cross_site_post_and_changes_nothing() {
+    let home = Home::new();
+    let id = hold_request(&home, "deploy now?", "may I?");
+    let c = Console::start(&home);
+    let csrf = c.csrf();
+    let (host, cookie) = (c.host(), c.cookie());
+    let form = encode(&[("csrf", &csrf), ("id", &id), ("body", "yes"), ("back", "/")]);
+    for headers in [
+        // A page elsewhere posting with the browser's cookie (were SameSite not honoured).
+        vec![
+            ("Host", host.as_str()),
+            ("Cookie", cookie.as_str()),
+            ("Origin", "http://attacker.example"),
+        ],
+        vec![
+            ("Host", host.as_str()),
+            ("Cookie", cookie.as_str()),
+            ("Sec-Fetch-Site", "cross-site"),
+        ],
+        vec![
+            ("Host", host.as_str()),
+            ("Cookie", cookie.as_str()),
+            ("Sec-Fetch-Site", "same-site"),
+        ],
+        // No cookie at all: what a strict SameSite cookie makes of a cross-site form.
+        vec![
+            ("Host", host.as_str()),
+            ("Origin", "http://attacker.example"),
+        ],
+    ] {
+        let a = c.raw("POST", "/reply", &headers, &form);
+        assert_eq!(a.status, 403, "{headers:?}: {a:?}");
+    }
+    // The page's own origin without this run's CSRF token.
+    let a = c.post("/reply", &[("csrf", "0"), ("id", &id), ("body", "yes")]);
+    assert_eq!(a.status, 403, "{a:?}");
+    let a = c.post("/done", &[("id", &id)]);
+    assert!(a.status >= 400, "{a:?}");
+    assert_eq!(human_pending(&home), 1, "a refused POST changed nothing");
+    let inbox = home.as_("alice@proj", ["--json", "inbox"]).json();
+    assert_eq!(inbox["messages"].as_array().unwrap().len(), 0, "{inbox}");
+}
+
+#[test]
+fn serve_reply_reaches_the_requester_and_closes_humans_copy() {
+    let home = Home::new();
+    let id = hold_request(&home, "deploy now?", "may I deploy?");
+    let c = Console::start(&home);
+    let page = c.get("/");
+    assert!(
+        page.body.contains(&format!("data-id=\"{id}\"")),
+        "{}",
+        page.body
+    );
+    let a = c.post(
+        "/reply",
+        &[
+            ("csrf", &c.csrf()),
+            ("id", &id),
+            ("body", "Yes, go ahead."),
+            ("back", "/"),
+        ],
+    );
+    assert_eq!((a.status, a.header("location")), (303, Some("/")), "{a:?}");
+    let inbox = home.as_("alice@proj", ["--json", "inbox"]).json();
+    let m = &inbox["messages"][0];
+    assert_eq!(
+        (&m["from"], &m["body"], &m["reply_to"]),
+        (
+            &"HUMAN".into(),
+            &"Yes, go ahead.".into(),
+            &id.clone().into()
+        ),
+        "{inbox}"
+    );
+    assert_eq!(human_pending(&home), 0, "HUMAN's copy is closed");
+    assert!(!c.get("/").body.contains(&format!("data-id=\"{id}\"")));
+}
+
+#[test]
+fn serve_shows_agent_text_as_inert_text() {
+    let home = Home::new();
+    hold_request(
+        &home,
+        "deploy <script>alert(1)</script>",
+        "<img src=x onerror=alert(2)> <a href=\"javascript:alert(3)\">x</a> &lt;b&gt;",
+    );
+    let c = Console::start(&home);
+    let body = c.get("/").body;
+    assert!(
+        body.contains("deploy &lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{body}"
+    );
+    assert!(
+        body.contains("&lt;img src=x onerror=alert(2)&gt;"),
+        "{body}"
+    );
+    assert!(body.contains("&amp;lt;b&amp;gt;"), "{body}");
+    for raw in [
+        "<script>alert",
+        "<img",
+        "href=\"javascript:",
+        "<a href=\"javascript",
+    ] {
+        assert!(!body.contains(raw), "{raw} reached the page: {body}");
+    }
+}
+
+#[test]
+fn serve_streams_new_mail_to_an_open_page() {
+    let home = Home::new();
+    hold_request(&home, "deploy first", "one");
+    let c = Console::start(&home);
+    let mut s = TcpStream::connect(("127.0.0.1", c.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "GET /events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\r\n",
+        c.host(),
+        c.cookie()
+    )
+    .unwrap();
+    let mut lines = BufReader::new(s).lines();
+    // What was pending before the page connected is announced first, then what arrives.
+    let mut seen = Vec::new();
+    let mut sent = None;
+    while let Some(Ok(line)) = lines.next() {
+        if let Some(data) = line.strip_prefix("data: ") {
+            seen.push(data.to_owned());
+            if sent.is_none() {
+                sent = Some(hold_request(&home, "deploy second", "two"));
+            }
+            if sent.as_deref().is_some_and(|id| data.starts_with(id)) {
+                break;
+            }
+        }
+    }
+    let id = sent.unwrap();
+    assert_eq!(
+        seen.last().unwrap(),
+        &format!("{id} HOLD_REQUEST"),
+        "{seen:?}"
+    );
+}
+
+#[test]
+fn serve_on_a_public_address_needs_expose() {
+    let home = Home::new();
+    hold_request(&home, "deploy", "x");
+    let before = home.tree();
+    let run = home.cmd(["serve", "--listen", "0.0.0.0:0"]).fails(2);
+    assert_eq!(
+        run.stderr,
+        "error: 0.0.0.0:0 is not a loopback address: the console reads every project's mail and sends as HUMAN, so it listens on 127.0.0.1 unless you pass --expose as well\n"
+    );
+    assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
+}
+
+#[test]
+fn serve_stops_on_sigterm_with_a_page_open_and_exits_0() {
+    let home = Home::new();
+    hold_request(&home, "deploy", "x");
+    let mut c = Console::start(&home);
+    let mut s = TcpStream::connect(("127.0.0.1", c.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(
+        s,
+        "GET /events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\r\n",
+        c.host(),
+        c.cookie()
+    )
+    .unwrap();
+    let mut lines = BufReader::new(s).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "HTTP/1.1 200 OK");
+    // The stream is open once the pending hold request is announced on it.
+    assert!(lines.any(|l| l.unwrap().starts_with("data: ")));
+    let status = Command::new("kill")
+        .args(["-TERM", &c.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut child = std::mem::replace(&mut c.child, Command::new("true").spawn().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || drop(tx.send(child.wait())));
+    let exit = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("serve stopped within 20 s of SIGTERM with a page open")
+        .unwrap();
+    assert_eq!(exit.code(), Some(0));
+}
