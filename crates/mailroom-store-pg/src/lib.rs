@@ -27,6 +27,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use mailroom_core::Error;
+use postgres::config::SslMode;
 use postgres::error::SqlState;
 use postgres::{Client, Config, NoTls, Transaction};
 
@@ -145,6 +146,12 @@ fn scrub(text: &str, raw: &str) -> String {
     }
 }
 
+/// `raw` (a URL as the user wrote it) with its password replaced by `***`: for messages that
+/// must quote what was written.
+pub fn redacted(raw: &str) -> String {
+    scrub(raw, raw)
+}
+
 /// Parses a PostgreSQL URL (or `key=value` string), adding mailroom's defaults.
 pub fn parse_url(raw: &str) -> Result<Config, Error> {
     let mut config: Config = raw.parse().map_err(|e: postgres::Error| {
@@ -153,6 +160,12 @@ pub fn parse_url(raw: &str) -> Result<Config, Error> {
             scrub(&e.to_string(), raw)
         ))
     })?;
+    if matches!(config.get_ssl_mode(), SslMode::Require) {
+        return Err(Error::Invalid(format!(
+            "{} asks for sslmode=require, but this mailroom connects without TLS; reach the server over a private network or an SSH tunnel and drop sslmode=require",
+            shown_url(&config)
+        )));
+    }
     if config.get_hosts().is_empty() {
         config.host("localhost");
     }

@@ -108,6 +108,42 @@ impl TestDb {
     }
 }
 
+impl TestDb {
+    /// Blocks until some connection listens for mail to `address` (`handle@project` or
+    /// `HUMAN`) in this test's mailroom and is idle in that wait: the moment a `wait` started
+    /// in another process is asleep, so a send after this must wake it.
+    ///
+    /// # Panics
+    /// When no such listener appears within a minute.
+    #[allow(clippy::panic, reason = "test support")]
+    pub fn wait_for_listener(&self, address: &str) {
+        let address = mailroom_core::Address::parse_canonical(address)
+            .unwrap_or_else(|e| panic!("{address} is not an address: {e}"));
+        let channel =
+            crate::imp::notify_channel(&self.schema, &crate::codec::mailbox_key(&address));
+        let pattern = format!("%LISTEN {channel};%");
+        let mut admin = self.admin();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let n: i64 = admin
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle' AND query LIKE $1",
+                    &[&pattern],
+                )
+                .map(|r| r.get(0))
+                .unwrap_or(0);
+            if n > 0 {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nobody listens for mail to {address} within a minute"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+}
+
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Ok(mut c) = self.admin.connect(NoTls) {

@@ -15,8 +15,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<std::path::PathBuf>,
 
-    /// A PostgreSQL store (default: $MAILROOM_URL); not part of this build yet.
-    #[arg(long, global = true, value_name = "URL", hide = true)]
+    /// A mailroom on PostgreSQL, postgres://USER@HOST:PORT/DATABASE (default: $MAILROOM_URL,
+    /// else url in .mailroom.toml).
+    #[arg(long, global = true, value_name = "URL")]
     pub url: Option<String>,
 
     /// Act as HANDLE or HANDLE@PROJECT (default: $MAILROOM_AS, .mailroom.toml, git top-level).
