@@ -1,0 +1,173 @@
+//! What a shared server adds to the contract: migrations raced by several processes, a schema
+//! newer than the binary, connections the server drops, and a send that is atomic across its
+//! recipients. Each test has a schema of its own on the test server.
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    reason = "tests: a failed step must fail the test"
+)]
+
+use std::time::Duration;
+
+use mailroom_core::store::{Mailboxes, Sessions};
+use mailroom_core::{Address, Kind, Message, MessageId, Priority, Store};
+use mailroom_store_pg::PgStore;
+use mailroom_store_pg::testing::TestDb;
+
+fn addr(s: &str) -> Address {
+    Address::parse_canonical(s).unwrap()
+}
+
+fn message(from: &str, to: &[&str], body: &str) -> Message {
+    let id = MessageId::generate();
+    Message {
+        id,
+        from: addr(from),
+        to: to.iter().map(|t| addr(t)).collect(),
+        subject: body.into(),
+        body: body.into(),
+        kind: Kind::Info,
+        priority: Priority::Medium,
+        date: id.timestamp(),
+        reply_to: None,
+        thread: id,
+        revision: 1,
+        edited: None,
+        channel: None,
+    }
+}
+
+/// This test's URL with a connection name of its own, so it can cut exactly its connections.
+fn named_url(db: &TestDb, name: &str) -> String {
+    format!("{}&application_name={name}_{}", db.url(), db.schema())
+}
+
+fn cut(db: &TestDb, name: &str) -> i64 {
+    db.admin()
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t",
+            &[&format!("{name}_{}", db.schema())],
+        )
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn processes_starting_at_once_apply_each_migration_once() {
+    let Some(db) = TestDb::create("migrations_race") else {
+        return;
+    };
+    let url = db.url();
+    let opened: Vec<_> = (0..6)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || PgStore::open(&url).map(|_| ()))
+        })
+        .collect();
+    for t in opened {
+        t.join().unwrap().expect("every starter opens the store");
+    }
+    let mut admin = db.admin();
+    let rows = admin
+        .query(
+            &format!("SELECT version FROM {}.mailroom_schema", db.schema()),
+            &[],
+        )
+        .unwrap();
+    let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(versions, vec![mailroom_store_pg::SCHEMA_VERSION]);
+}
+
+#[test]
+fn a_schema_newer_than_the_binary_is_refused() {
+    let Some(db) = TestDb::create("newer_schema") else {
+        return;
+    };
+    PgStore::open(&db.url()).expect("first open creates the schema");
+    db.admin()
+        .batch_execute(&format!(
+            "INSERT INTO {}.mailroom_schema (version) VALUES (999)",
+            db.schema()
+        ))
+        .unwrap();
+    let e = PgStore::open(&db.url()).expect_err("a newer schema is refused");
+    let text = e.to_string();
+    assert!(
+        text.contains("schema version 999, newer than this mailroom's")
+            && text.contains("upgrade mailroom"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_connection_the_server_dropped_is_replaced_for_reads_and_writes() {
+    let Some(db) = TestDb::create("dropped_connection") else {
+        return;
+    };
+    let store = PgStore::open(&named_url(&db, "dropped")).unwrap();
+    let first = message("alice@web", &["bob@web"], "before the cut");
+    store.deliver_all(&first.to, &first).unwrap();
+    assert!(cut(&db, "dropped") >= 1, "the idle connection was cut");
+    let listing = store.pending(&addr("bob@web")).expect("a read reconnects");
+    assert_eq!(listing.messages.len(), 1);
+    assert!(cut(&db, "dropped") >= 1);
+    let second = message("alice@web", &["bob@web", "carol@web"], "after the cut");
+    let d = store
+        .deliver_all(&second.to, &second)
+        .expect("a send on a dropped connection runs again on a new one");
+    assert_eq!(d.new, vec![true, true]);
+    assert_eq!(store.pending(&addr("bob@web")).unwrap().messages.len(), 2);
+    assert_eq!(store.pending(&addr("carol@web")).unwrap().messages.len(), 1);
+}
+
+#[test]
+fn a_watch_whose_connection_was_cut_wakes_and_the_next_look_finds_the_mail() {
+    let Some(db) = TestDb::create("watch_cut") else {
+        return;
+    };
+    let store = PgStore::open(&named_url(&db, "watcher")).unwrap();
+    let sender = PgStore::open(&named_url(&db, "sender")).unwrap();
+    let bob = addr("bob@web");
+    let mut watch = store.watch(&bob).unwrap();
+    assert!(
+        !watch.wait(Some(Duration::from_millis(50))).unwrap(),
+        "nothing yet"
+    );
+    assert!(cut(&db, "watcher") >= 1, "the LISTEN connection was cut");
+    // Sent while the watch is disconnected: its notification is lost, not its mail.
+    let m = message("alice@web", &["bob@web"], "while you were away");
+    sender.deliver_all(&m.to, &m).unwrap();
+    assert!(
+        watch.wait(Some(Duration::from_secs(30))).unwrap(),
+        "a broken connection wakes the watch"
+    );
+    let pending = store.pending(&bob).unwrap();
+    assert_eq!(pending.messages[0].message.id, m.id);
+    // Listening again: the next send wakes it as usual.
+    let n = message("alice@web", &["bob@web"], "and again");
+    sender.deliver_all(&n.to, &n).unwrap();
+    assert!(watch.wait(Some(Duration::from_secs(30))).unwrap());
+    assert_eq!(store.describe(), store.url());
+}
+
+#[test]
+fn a_send_that_fails_in_its_middle_leaves_no_copy_and_no_trace() {
+    let Some(db) = TestDb::create("atomic_send") else {
+        return;
+    };
+    let store = PgStore::open(&db.url()).unwrap();
+    // A constraint the server enforces on the second recipient only: its mailbox row refuses
+    // the generation bump, so the transaction fails after the first copy was inserted.
+    db.admin()
+        .batch_execute(&format!(
+            "ALTER TABLE {s}.mailboxes ADD CONSTRAINT no_zed CHECK (key <> 'zed@web')",
+            s = db.schema()
+        ))
+        .unwrap();
+    let m = message("alice@web", &["bob@web", "zed@web"], "all or nothing");
+    let e = store.deliver_all(&m.to, &m).expect_err("the send fails");
+    assert!(e.to_string().contains("failed to confirm the send"), "{e}");
+    assert!(store.pending(&addr("bob@web")).unwrap().messages.is_empty());
+    assert!(store.outbox(&addr("alice@web")).unwrap().is_empty());
+}
