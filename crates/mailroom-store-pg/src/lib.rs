@@ -268,6 +268,16 @@ impl PgStore {
         &self.shown
     }
 
+    /// The schema the tables are in.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Whether `other` is the very same mailroom (server, database and schema).
+    pub fn same_as(&self, other: &PgStore) -> bool {
+        self.shown == other.shown && self.schema == other.schema
+    }
+
     fn connect(&self) -> Result<Client, Error> {
         self.config
             .connect(NoTls)

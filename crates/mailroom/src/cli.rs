@@ -160,6 +160,13 @@ pub enum Command {
         #[arg(long)]
         fix: bool,
     },
+    /// Copy the whole mailroom into another one (a PostgreSQL URL or a directory); as HUMAN.
+    /// Idempotent: a second run copies only what is missing or has moved on.
+    Export {
+        /// Where to: postgres://USER@HOST:PORT/DATABASE, or a directory (a home).
+        #[arg(long, value_name = "URL|DIR")]
+        to: String,
+    },
     /// Play a short exchange between two agents and a human in a temporary home.
     Demo,
     /// Serve mailroom as MCP tools over stdio, acting as your identity (see README).

@@ -4,6 +4,7 @@ mod channel;
 mod demo;
 mod directory;
 mod doctor;
+mod export;
 mod hook;
 mod import;
 mod lifecycle;
@@ -112,6 +113,7 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
             timeout,
         } => wait::wait(ctx, from, reply_to, timeout.as_deref()),
         Command::Doctor { fix } => doctor::doctor(ctx, fix),
+        Command::Export { to } => export::export(ctx, &to),
         Command::Demo => demo::run(),
         Command::Mcp { tools, as_any } => mcp::mcp(ctx, tools, as_any),
         Command::Hook { .. } => Ok(()),
@@ -151,6 +153,7 @@ fn reads_only(command: &Command) -> Reads {
         | Command::Search { .. }
         | Command::Resolve { .. }
         | Command::Doctor { .. }
+        | Command::Export { .. }
         // An agent may wait for its first mail before anyone sent any: it says there is no
         // home yet, waits, and creates none.
         | Command::Wait { .. }

@@ -449,3 +449,154 @@ fn three_hosts_share_one_server_and_a_cut_connection_loses_and_doubles_nothing()
         assert!(!home.path().exists(), "no host wrote files");
     }
 }
+
+/// Everything a mailroom holds that `export` copies, in a comparable form.
+fn dump(store: &dyn mailroom_core::Store) -> String {
+    use mailroom_core::message::ChannelRef;
+    use mailroom_core::{Address, Name};
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let mut mailboxes = vec![Address::human()];
+    let mut readers = Vec::new();
+    for p in store.projects().unwrap() {
+        writeln!(out, "project {} {}", p.name, p.policy.as_str()).unwrap();
+        let mut names = vec![Name::parse("HUMAN").unwrap()];
+        for m in store.roster(&p.name).unwrap() {
+            writeln!(out, "  member {} {:?} {:?}", m.handle, m.role, m.status).unwrap();
+            mailboxes.push(Address::in_project(m.handle.clone(), p.name.clone()));
+            names.push(m.handle);
+        }
+        readers.push((p.name, names));
+    }
+    for mb in &mailboxes {
+        // Compared by id: the file store lists by state, then id.
+        let mut all = store.everything(mb).unwrap().messages;
+        all.sort_by_key(|s| s.message.id);
+        for s in all {
+            let m = &s.message;
+            writeln!(
+                out,
+                "{mb}: {} {} r{} thread {} re {:?} {:?} {:?}",
+                m.id, s.state, m.revision, m.thread, m.reply_to, m.subject, m.body
+            )
+            .unwrap();
+        }
+        let archived: Vec<String> = store
+            .recently_archived(mb, 100)
+            .unwrap()
+            .into_iter()
+            .map(|(s, _)| s.message.id.to_string())
+            .collect();
+        writeln!(out, "{mb}: recover order {archived:?}").unwrap();
+        for m in store.outbox(mb).unwrap() {
+            writeln!(out, "{mb}: sent {} r{} to {:?}", m.id, m.revision, m.to).unwrap();
+        }
+    }
+    for (project, names) in readers {
+        for name in store.channels(&project).unwrap() {
+            let c = ChannelRef {
+                project: project.clone(),
+                name,
+            };
+            for s in store.entries(&c, true).unwrap().messages {
+                writeln!(
+                    out,
+                    "#{c}: {} {} {:?}",
+                    s.message.id, s.state, s.message.body
+                )
+                .unwrap();
+            }
+            for r in &names {
+                let mut seen = store.seen(&c, r).unwrap();
+                seen.sort();
+                writeln!(out, "#{c}: seen by {r}: {seen:?}").unwrap();
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn export_copies_a_whole_mailroom_to_postgresql_and_back_and_again_adds_nothing() {
+    let Some(db) = TestDb::create("export_round_trip") else {
+        return;
+    };
+    let home = Home::new();
+    for who in ["alice", "bob", "carol"] {
+        home.as_(
+            "HUMAN",
+            ["--project", "web", "roster", "add", who, "--role", "dev"],
+        )
+        .ok();
+    }
+    let unread = home.send("alice@web", "bob", "still unread");
+    let read = home.send("alice@web", "bob", "to be read");
+    home.as_("bob@web", ["read", &read]).ok();
+    let done = home.send("alice@web", "bob", "to be done");
+    home.as_("bob@web", ["done", &done]).ok();
+    let later = home.send("carol@web", "bob", "done later");
+    home.as_("bob@web", ["done", &later]).ok();
+    let cancelled = home.send("alice@web", "carol", "never mind");
+    home.as_("alice@web", ["cancel", &cancelled]).ok();
+    home.as_(
+        "alice@web",
+        ["edit", &unread, "--message", "still unread, edited"],
+    )
+    .ok();
+    let question = home.send("bob@web", "alice", "a question");
+    home.as_("alice@web", ["reply", &question, "--message", "an answer"])
+        .ok();
+    home.send("bob@web", "HUMAN", "for the operator");
+    home.as_("alice@web", ["send", "--broadcast", "-m", "deploy at 5"])
+        .ok();
+    home.as_("bob@web", ["inbox"]).ok();
+    let gone = home
+        .as_("alice@web", ["--json", "send", "--broadcast", "-m", "oops"])
+        .json();
+    home.as_("alice@web", ["retract", gone["id"].as_str().unwrap()])
+        .ok();
+    home.as_("carol@web", ["channel", "post", "run-1", "-m", "step 1"])
+        .ok();
+    let files = mailroom_store_fs::FsStore::new(home.path());
+    let before = dump(&files);
+
+    let url = db.url();
+    let refused = home.as_("alice@web", ["export", "--to", &url]).fails(4);
+    assert!(
+        refused.stderr.contains("only the operator"),
+        "{}",
+        refused.stderr
+    );
+    let first = home.as_("HUMAN", ["--json", "export", "--to", &url]).json();
+    assert!(first["copies"]["new"].as_u64().unwrap() > 0, "{first}");
+    let pg = mailroom_store_pg::PgStore::open(&url).unwrap();
+    assert_eq!(dump(&pg), before, "files → PostgreSQL keeps everything");
+
+    let again = home.as_("HUMAN", ["--json", "export", "--to", &url]).json();
+    for part in ["projects", "members", "copies", "outbox", "entries", "seen"] {
+        assert_eq!(again[part]["new"], 0, "{part}: {again}");
+    }
+    assert_eq!(dump(&pg), before, "a second export adds nothing");
+
+    let back = home.root().join("back");
+    let out = home
+        .as_("HUMAN", ["export", "--to", back.to_str().unwrap()])
+        .env("MAILROOM_URL", &url)
+        .env_remove("MAILROOM_HOME")
+        .stdout();
+    assert!(out.starts_with("exported to "), "{out}");
+    let returned = mailroom_store_fs::FsStore::new(&back);
+    assert_eq!(
+        dump(&returned),
+        before,
+        "PostgreSQL → files keeps everything"
+    );
+    let same = home
+        .as_("HUMAN", ["export", "--to", home.path().to_str().unwrap()])
+        .fails(2);
+    assert!(
+        same.stderr.contains("this very mailroom"),
+        "{}",
+        same.stderr
+    );
+}
