@@ -600,3 +600,53 @@ fn export_copies_a_whole_mailroom_to_postgresql_and_back_and_again_adds_nothing(
         same.stderr
     );
 }
+
+#[test]
+fn the_mcp_server_serves_the_postgresql_mailroom() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let Some(h) = PgHome::new("mcp_server") else {
+        return;
+    };
+    let mut server = Command::new(BIN)
+        .args(["--as", "alice@web", "mcp"])
+        .env("MAILROOM_URL", h.db.url())
+        .env("MAILROOM_HOME", h.home.path())
+        .env_remove("MAILROOM_AS")
+        .current_dir(h.home.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server starts");
+    let mut stdin = server.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    let mut ask = |v: Value| -> Value {
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
+        if v.get("id").is_none() {
+            return Value::Null;
+        }
+        let line = lines.next().expect("an answer").expect("readable");
+        serde_json::from_str(&line).expect("JSON")
+    };
+    let init = ask(json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}},
+    }));
+    assert_eq!(init["result"]["serverInfo"]["name"], "mailroom", "{init}");
+    ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let sent = ask(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "write_mail", "arguments": {"recipient": "bob", "subject": "hi", "body": "through MCP"}}}));
+    assert_eq!(sent["result"]["isError"], false, "{sent}");
+    let bob = h.as_("bob@web", &["--json", "inbox"]).json();
+    assert_eq!(bob["messages"][0]["body"], "through MCP", "{bob}");
+    let id = bob["messages"][0]["id"].as_str().expect("id").to_owned();
+    h.as_("bob@web", &["reply", &id, "--message", "got it"])
+        .ok();
+    let answer = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "read_mail", "arguments": {}}}));
+    assert!(answer.to_string().contains("got it"), "{answer}");
+    drop(stdin);
+    server.wait().expect("the server stops when its input ends");
+    h.assert_no_file_home();
+}
