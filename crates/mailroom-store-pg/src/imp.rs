@@ -213,6 +213,11 @@ impl Directory for PgStore {
         let name = project.name.as_str();
         let policy = project.policy.as_str();
         let created = project.created.to_string();
+        // Looked up first: a role that may not create projects (strict mode) still gets the
+        // one that exists.
+        if let Some(p) = self.project(&project.name)? {
+            return Ok((p, false));
+        }
         let (row, made) = self.write("create a project", |tx| {
             if let Some(row) = tx.query_typed_opt(
                 "INSERT INTO projects (key, name, policy, created) VALUES ($1, $2, $3, $4) \
@@ -275,6 +280,9 @@ impl Directory for PgStore {
         let status = member.status.as_str();
         let joined = member.joined.to_string();
         let since = member.since.map(|s| s.to_string());
+        if self.member(project, &member.handle)?.is_some() {
+            return Ok(false);
+        }
         let n = self.write("add a member", |tx| {
             tx.execute_typed(
                 "INSERT INTO members (project_key, handle_key, handle, role, status, joined, since) \

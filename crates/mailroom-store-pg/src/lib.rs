@@ -32,7 +32,10 @@ use postgres::error::SqlState;
 use postgres::{Client, Config, NoTls, Transaction};
 
 /// The embedded migrations, in order: version N is `MIGRATIONS[N - 1]`. Append only.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_initial.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_initial.sql"),
+    include_str!("../migrations/0002_strict.sql"),
+];
 
 /// The schema version this binary writes and reads.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
@@ -273,6 +276,11 @@ impl PgStore {
         &self.schema
     }
 
+    /// The database's name.
+    pub fn database(&self) -> &str {
+        self.config.get_dbname().unwrap_or("")
+    }
+
     /// Whether `other` is the very same mailroom (server, database and schema).
     pub fn same_as(&self, other: &PgStore) -> bool {
         self.shown == other.shown && self.schema == other.schema
@@ -304,6 +312,12 @@ impl PgStore {
     }
 
     fn failed(&self, what: &str, e: &postgres::Error) -> Error {
+        if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+            let user = self.config.get_user().unwrap_or("");
+            return Error::Refused(format!(
+                "the PostgreSQL role '{user}' may not {what} here: in strict mode a role acts only as the identities given to it; connect with that identity's role (see `mailroom role`)"
+            ));
+        }
         if e.is_closed() {
             return sentence(
                 format!(

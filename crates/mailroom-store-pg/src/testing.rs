@@ -91,6 +91,18 @@ impl TestDb {
         )
     }
 
+    /// This test's URL, connecting as `role` instead of the server URL's user.
+    pub fn url_as(&self, role: &str) -> String {
+        let url = self.url();
+        match url.split_once("://") {
+            Some((scheme, rest)) => {
+                let rest = rest.split_once('@').map_or(rest, |(_, r)| r);
+                format!("{scheme}://{role}@{rest}")
+            }
+            None => url,
+        }
+    }
+
     pub fn schema(&self) -> &str {
         &self.schema
     }

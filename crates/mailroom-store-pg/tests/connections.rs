@@ -71,12 +71,19 @@ fn processes_starting_at_once_apply_each_migration_once() {
     let mut admin = db.admin();
     let rows = admin
         .query(
-            &format!("SELECT version FROM {}.mailroom_schema", db.schema()),
+            &format!(
+                "SELECT version FROM {}.mailroom_schema ORDER BY version",
+                db.schema()
+            ),
             &[],
         )
         .unwrap();
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
-    assert_eq!(versions, vec![mailroom_store_pg::SCHEMA_VERSION]);
+    assert_eq!(
+        versions,
+        (1..=mailroom_store_pg::SCHEMA_VERSION).collect::<Vec<_>>(),
+        "each migration applied once"
+    );
 }
 
 #[test]

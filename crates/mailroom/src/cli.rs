@@ -167,6 +167,15 @@ pub enum Command {
         #[arg(long, value_name = "URL|DIR")]
         to: String,
     },
+    /// Print the SQL that creates a PostgreSQL role acting only as ADDRESS (strict mode);
+    /// run it as the owner of mailroom's tables.
+    Role {
+        /// The identity the role may act as: handle@project.
+        address: String,
+        /// The role's name (default: mr_HANDLE_PROJECT, lower case).
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+    },
     /// Play a short exchange between two agents and a human in a temporary home.
     Demo,
     /// Serve mailroom as MCP tools over stdio, acting as your identity (see README).

@@ -9,6 +9,7 @@ mod hook;
 mod import;
 mod lifecycle;
 mod mcp;
+mod role;
 mod send;
 mod wait;
 mod whoami;
@@ -114,6 +115,7 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
         } => wait::wait(ctx, from, reply_to, timeout.as_deref()),
         Command::Doctor { fix } => doctor::doctor(ctx, fix),
         Command::Export { to } => export::export(ctx, &to),
+        Command::Role { address, name } => role::role(ctx, &address, name.as_deref()),
         Command::Demo => demo::run(),
         Command::Mcp { tools, as_any } => mcp::mcp(ctx, tools, as_any),
         Command::Hook { .. } => Ok(()),
@@ -154,6 +156,7 @@ fn reads_only(command: &Command) -> Reads {
         | Command::Resolve { .. }
         | Command::Doctor { .. }
         | Command::Export { .. }
+        | Command::Role { .. }
         // An agent may wait for its first mail before anyone sent any: it says there is no
         // home yet, waits, and creates none.
         | Command::Wait { .. }

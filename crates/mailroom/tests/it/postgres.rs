@@ -650,3 +650,132 @@ fn the_mcp_server_serves_the_postgresql_mailroom() {
     server.wait().expect("the server stops when its input ends");
     h.assert_no_file_home();
 }
+
+/// Roles made for one test, dropped at its end whatever happens.
+struct Roles<'a> {
+    db: &'a TestDb,
+    names: Vec<String>,
+}
+
+impl Drop for Roles<'_> {
+    fn drop(&mut self) {
+        let mut admin = self.db.admin();
+        for r in &self.names {
+            let _ = admin.batch_execute(&format!(
+                "DROP OWNED BY \"{r}\"; DROP ROLE IF EXISTS \"{r}\""
+            ));
+        }
+    }
+}
+
+#[test]
+fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
+    let Some(h) = PgHome::new("strict_mode") else {
+        return;
+    };
+    // The operator (the tables' owner) sets up the project and the roster.
+    for who in ["alice", "bob"] {
+        h.as_("HUMAN", &["--project", "web", "roster", "add", who])
+            .ok();
+    }
+    let tag =
+        h.db.schema()
+            .trim_start_matches("mailroom_test_")
+            .to_owned();
+    let mut roles = Roles {
+        db: &h.db,
+        names: vec![],
+    };
+    let mut url_of = |who: &str| {
+        let name = format!("mr_{who}_{tag}");
+        let sql = h
+            .as_("HUMAN", &["role", &format!("{who}@web"), "--name", &name])
+            .stdout();
+        assert!(sql.contains("CREATE ROLE"), "{sql}");
+        h.db.admin()
+            .batch_execute(&sql)
+            .expect("the printed SQL runs");
+        roles.names.push(name.clone());
+        h.db.url_as(&name)
+    };
+    let alice_url = url_of("alice");
+    let bob_url = url_of("bob");
+    let as_role = |url: &str, who: &str, args: &[&str]| {
+        let mut c = h.home.as_(who, args);
+        c.env("MAILROOM_URL", url);
+        c
+    };
+    // Each speaks as itself.
+    let to_bob = as_role(
+        &alice_url,
+        "alice@web",
+        &["--json", "send", "--to", "bob", "-m", "for bob only"],
+    )
+    .json();
+    let to_bob = to_bob["id"].as_str().unwrap().to_owned();
+    as_role(
+        &bob_url,
+        "bob@web",
+        &["send", "--to", "alice", "-m", "for alice only"],
+    )
+    .ok();
+    let secret = h.send("HUMAN", "bob@web", "operator secret for bob");
+    // Alice's role reads nothing of bob's mailbox but the copy of what she sent herself, and
+    // moves nothing in it.
+    let peeked = as_role(&alice_url, "bob@web", &["--json", "inbox"]).run();
+    assert!(
+        !peeked.stdout.contains("operator secret") && !peeked.stderr.contains("operator secret"),
+        "{peeked:?}"
+    );
+    let read = as_role(&alice_url, "bob@web", &["read", &secret]).fails(3);
+    assert!(
+        read.stderr.contains("no message matching"),
+        "{}",
+        read.stderr
+    );
+    let bob = as_role(&bob_url, "bob@web", &["--json", "inbox"]).json();
+    let states: Vec<(&str, &str)> = bob["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["id"].as_str().unwrap(), m["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        vec![(to_bob.as_str(), "unread"), (secret.as_str(), "unread")],
+        "bob's mail is all there and still unread: alice's role moved nothing"
+    );
+    // Neither can forge the other, nor speak as the operator, nor change the roster.
+    let forged = as_role(
+        &alice_url,
+        "bob@web",
+        &["send", "--to", "alice", "-m", "I am bob"],
+    )
+    .fails(4);
+    assert!(forged.stderr.contains("strict mode"), "{}", forged.stderr);
+    let human = as_role(
+        &bob_url,
+        "HUMAN",
+        &["send", "--to", "alice@web", "-m", "from the operator"],
+    )
+    .fails(4);
+    assert!(human.stderr.contains("mr_bob_"), "{}", human.stderr);
+    let roster = as_role(&bob_url, "bob@web", &["roster", "add", "mallory"]).run();
+    assert_ne!(roster.code, 0, "a role does not change rosters");
+    let alice = as_role(&alice_url, "alice@web", &["--json", "inbox"]).json();
+    let bodies: Vec<&str> = alice["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["body"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        bodies,
+        vec!["for alice only"],
+        "no forged mail reached alice"
+    );
+    let members = h
+        .as_("HUMAN", &["--project", "web", "--json", "roster"])
+        .json();
+    assert!(!members.to_string().contains("mallory"), "{members}");
+}
