@@ -135,28 +135,22 @@ fn tsquery(query: &str) -> Option<String> {
 const COPY_COLS: &str = "id, state, sender, recipients, subject, body, kind, priority, date, reply_to, thread, revision, edited, channel";
 const ENTRY_COLS: &str = "id, retracted, sender, recipients, subject, body, kind, priority, date, reply_to, thread, revision, edited, channel";
 
-/// Puts one copy in place unless the mailbox has one of that id; when it did, bumps the
-/// mailbox's generation (the change token) and queues its notification, sent on commit.
+/// Puts one copy in place unless the mailbox has one of that id; the caller then counts the
+/// delivery with [`bump_mailbox`].
 fn insert_copy(
     tx: &mut impl GenericClient,
-    schema: &str,
     recipient: &Address,
     cols: &Cols<'_>,
     id: &str,
 ) -> std::result::Result<bool, postgres::Error> {
     let mkey = mailbox_key(recipient);
-    let spelled = recipient.to_string();
     let sql = format!(
         "INSERT INTO copies (mailbox, id, state, {MSG_COLS}) VALUES ($1, $2, 'unread', {}) ON CONFLICT DO NOTHING",
         msg_placeholders(3)
     );
     let mut params: Vec<Param<'_>> = vec![(&mkey, Type::TEXT), (&id, Type::TEXT)];
     params.extend(cols.params());
-    if tx.execute_typed(&sql, &params)? == 0 {
-        return Ok(false);
-    }
-    bump_mailbox(tx, schema, &mkey, &spelled)?;
-    Ok(true)
+    Ok(tx.execute_typed(&sql, &params)? > 0)
 }
 
 /// Counts a delivery in the mailbox's generation (creating its row) and notifies its waiters.
@@ -363,8 +357,13 @@ impl Mailboxes for PgStore {
     fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool> {
         let cols = Cols::of(message);
         let id = message.id.to_string();
+        let (mkey, spelled) = (mailbox_key(recipient), recipient.to_string());
         self.write("deliver a message", |tx| {
-            insert_copy(tx, &self.schema, recipient, &cols, &id)
+            let new = insert_copy(tx, recipient, &cols, &id)?;
+            if new {
+                bump_mailbox(tx, &self.schema, &mkey, &spelled)?;
+            }
+            Ok(new)
         })
     }
 
@@ -373,15 +372,22 @@ impl Mailboxes for PgStore {
         let id = message.id.to_string();
         let sender = mailbox_key(&message.from);
         // Mailbox rows are locked in key order, so two sends to the same recipients in
-        // different orders cannot deadlock.
+        // different orders cannot deadlock, and last, just before the commit, so concurrent
+        // sends to one recipient wait on its row as briefly as can be.
         let mut order: Vec<usize> = (0..recipients.len()).collect();
         order.sort_by_key(|&i| mailbox_key(&recipients[i]));
         let new = self.write("confirm the send", |tx| {
             let mut new = vec![false; recipients.len()];
             for &i in &order {
-                new[i] = insert_copy(tx, &self.schema, &recipients[i], &cols, &id)?;
+                new[i] = insert_copy(tx, &recipients[i], &cols, &id)?;
             }
             upsert_trace(tx, &sender, &id, &cols)?;
+            for &i in &order {
+                if new[i] {
+                    let r = &recipients[i];
+                    bump_mailbox(tx, &self.schema, &mailbox_key(r), &r.to_string())?;
+                }
+            }
             Ok(new)
         })?;
         Ok(Delivery {

@@ -229,6 +229,19 @@ fn connect_error(shown: &str, config: &Config, e: &postgres::Error) -> Error {
     )
 }
 
+/// Whether an error says the connection is gone: closed under us, or the server ending the
+/// session (`pg_terminate_backend`, a shutdown: its FATAL can arrive as the answer to the next
+/// query, before the client sees the socket close), or a connection failure (class 08).
+pub(crate) fn is_lost(e: &postgres::Error) -> bool {
+    e.is_closed()
+        || e.code().is_some_and(|c| {
+            *c == SqlState::ADMIN_SHUTDOWN
+                || *c == SqlState::CRASH_SHUTDOWN
+                || *c == SqlState::CANNOT_CONNECT_NOW
+                || c.code().starts_with("08")
+        })
+}
+
 /// Whether an error says the transaction lost a race PostgreSQL resolved by aborting it.
 fn is_retryable(e: &postgres::Error) -> bool {
     matches!(
@@ -311,14 +324,14 @@ impl PgStore {
         }
     }
 
-    fn failed(&self, what: &str, e: &postgres::Error) -> Error {
+    pub(crate) fn failed(&self, what: &str, e: &postgres::Error) -> Error {
         if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
             let user = self.config.get_user().unwrap_or("");
             return Error::Refused(format!(
                 "the PostgreSQL role '{user}' may not {what} here: in strict mode a role acts only as the identities given to it; connect with that identity's role (see `mailroom role`)"
             ));
         }
-        if e.is_closed() {
+        if is_lost(e) {
             return sentence(
                 format!(
                     "the connection to the PostgreSQL server at {} was lost while it was to {what}",
@@ -346,7 +359,7 @@ impl PgStore {
                 self.give(client);
                 Ok(v)
             }
-            Err(e) if client.is_closed() || e.is_closed() => {
+            Err(e) if client.is_closed() || is_lost(&e) => {
                 let mut fresh = self.connect()?;
                 let v = f(&mut fresh).map_err(|e| self.failed(what, &e))?;
                 self.give(fresh);
@@ -378,9 +391,7 @@ impl PgStore {
                     self.give(client);
                     return Ok(v);
                 }
-                Err(Failure::NotDone(e))
-                    if (e.is_closed() || client.is_closed()) && !reconnected =>
-                {
+                Err(Failure::NotDone(e)) if (is_lost(&e) || client.is_closed()) && !reconnected => {
                     reconnected = true;
                 }
                 Err(Failure::NotDone(e)) if is_retryable(&e) && attempt < ATTEMPTS => {
@@ -414,7 +425,7 @@ fn run_transaction<T>(
     let v = f(&mut tx).map_err(Failure::NotDone)?;
     match tx.commit() {
         Ok(()) => Ok(v),
-        Err(e) if e.is_closed() || e.code().is_none() => Err(Failure::Unconfirmed(e)),
+        Err(e) if is_lost(&e) || e.code().is_none() => Err(Failure::Unconfirmed(e)),
         Err(e) => Err(Failure::NotDone(e)),
     }
 }
