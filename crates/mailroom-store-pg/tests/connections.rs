@@ -178,3 +178,123 @@ fn a_send_that_fails_in_its_middle_leaves_no_copy_and_no_trace() {
     assert!(store.pending(&addr("bob@web")).unwrap().messages.is_empty());
     assert!(store.outbox(&addr("alice@web")).unwrap().is_empty());
 }
+
+/// Runs `f(i)` on `n` threads at once, each with its own connection, and returns the results.
+fn race<T: Send + 'static>(
+    url: &str,
+    n: usize,
+    f: impl Fn(&PgStore, usize) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let f = std::sync::Arc::new(f);
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let (url, f, barrier) = (url.to_owned(), f.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let store = PgStore::open(&url).unwrap();
+                barrier.wait();
+                f(&store, i)
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn racing_connections_each_win_a_conditional_change_at_most_once() {
+    use mailroom_core::State;
+    use mailroom_core::message::ChannelRef;
+    use mailroom_core::store::{Channels, KeyClaim};
+    let Some(db) = TestDb::create("races") else {
+        return;
+    };
+    let url = db.url();
+    let store = PgStore::open(&url).unwrap();
+    let bob = addr("bob@web");
+    let m = message("alice@web", &["bob@web"], "contended");
+    store.deliver_all(&m.to, &m).unwrap();
+    let id = m.id;
+
+    // Readers moving it to read race senders cancelling it and editing it: one move wins.
+    let outcomes = race(&url, 8, move |s, i| {
+        let bob = addr("bob@web");
+        match i % 3 {
+            0 => (
+                "read",
+                s.transition(&bob, &[(id, State::Unread)], State::Read)
+                    .unwrap()[0],
+            ),
+            1 => (
+                "cancel",
+                s.transition(&bob, &[(id, State::Unread)], State::Cancelled)
+                    .unwrap()[0],
+            ),
+            _ => {
+                let mut edited = s.get(&bob, id).unwrap().unwrap().message;
+                edited.revision += 1;
+                edited.body = format!("edit {i}");
+                ("edit", s.replace_unread(&bob, &edited).unwrap())
+            }
+        }
+    });
+    let moves = outcomes
+        .iter()
+        .filter(|(k, won)| *k != "edit" && *won)
+        .count();
+    assert_eq!(moves, 1, "exactly one move out of unread: {outcomes:?}");
+    let now = store.get(&bob, id).unwrap().unwrap();
+    assert_ne!(now.state, State::Unread);
+
+    // Seen marks: of 8 readers as one member, exactly one marks each entry.
+    let all = ChannelRef::parse_canonical("all@web").unwrap();
+    let mut post = message("alice@web", &[], "broadcast");
+    post.to.clear();
+    post.channel = Some(all.clone());
+    store.append(&all, &post).unwrap();
+    let pid = post.id;
+    let marks = race(&url, 8, move |s, _| {
+        let all = ChannelRef::parse_canonical("all@web").unwrap();
+        let carol = mailroom_core::Name::parse("carol").unwrap();
+        s.mark_seen(&all, &carol, &[pid]).unwrap()[0]
+    });
+    assert_eq!(marks.iter().filter(|&&b| b).count(), 1, "{marks:?}");
+
+    // Idempotency keys: one claimant, every other learns its id.
+    let claims = race(&url, 8, move |s, i| {
+        let me = addr("alice@web");
+        let mine = MessageId::generate();
+        (mine, s.claim_key(&me, "deploy-42", mine).unwrap(), i)
+    });
+    let winners: Vec<MessageId> = claims
+        .iter()
+        .filter(|(_, c, _)| *c == KeyClaim::Claimed)
+        .map(|(id, _, _)| *id)
+        .collect();
+    assert_eq!(winners.len(), 1, "{claims:?}");
+    assert!(
+        claims
+            .iter()
+            .all(|(_, c, _)| matches!(c, KeyClaim::Claimed) || *c == KeyClaim::Existing(winners[0]))
+    );
+
+    // Sends naming the same recipients in opposite orders do not deadlock and lose nothing.
+    let sent = race(&url, 8, |s, i| {
+        let to: &[&str] = if i % 2 == 0 {
+            &["x@web", "y@web", "z@web"]
+        } else {
+            &["z@web", "y@web", "x@web"]
+        };
+        let mut ok = 0;
+        for n in 0..20 {
+            let m = message("alice@web", to, &format!("{i} {n}"));
+            if s.deliver_all(&m.to, &m).is_ok() {
+                ok += 1;
+            }
+        }
+        ok
+    });
+    assert_eq!(sent.iter().sum::<i32>(), 160);
+    for r in ["x@web", "y@web", "z@web"] {
+        assert_eq!(store.pending(&addr(r)).unwrap().messages.len(), 160, "{r}");
+    }
+}
