@@ -334,7 +334,7 @@ impl PgStore {
         if is_lost(e) {
             return sentence(
                 format!(
-                    "the connection to the PostgreSQL server at {} was lost while it was to {what}",
+                    "the connection to the PostgreSQL server at {} broke while it was asked to {what}",
                     self.shown
                 ),
                 "nothing was changed; check the server and run the command again".to_owned(),
@@ -404,11 +404,11 @@ impl PgStore {
                 Err(Failure::Unconfirmed(e)) => {
                     return Err(sentence(
                         format!(
-                            "the connection to the PostgreSQL server at {} was lost before it confirmed {what}",
+                            "the connection to the PostgreSQL server at {} broke while it was asked to {what}",
                             self.shown
                         ),
                         format!(
-                            "it may or may not have happened ({e}); look before doing it again (a send: check the outbox, or send again with the same --key)"
+                            "the request reached it but no answer came back ({e}), so it may or may not have happened; look before doing it again (a send: check the outbox, or send again with the same --key)"
                         ),
                     ));
                 }

@@ -779,3 +779,107 @@ fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
         .json();
     assert!(!members.to_string().contains("mallory"), "{members}");
 }
+
+/// A TCP proxy to the test server that lets everything through until the client sends
+/// `COMMIT`: it forwards that, swallows the server's answer and closes the client's side, as a
+/// network that fails at the worst moment would. Returns the port to connect to.
+fn proxy_cutting_at_commit(server: String) -> u16 {
+    use std::io::{Read as _, Write as _};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut upstream) = TcpStream::connect(&server) else {
+                return;
+            };
+            let cut = Arc::new(AtomicBool::new(false));
+            let (mut c_read, mut u_write) = (
+                client.try_clone().expect("clone"),
+                upstream.try_clone().expect("clone"),
+            );
+            let seen = cut.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                while let Ok(n) = c_read.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    if buf[..n].windows(7).any(|w| w == b"COMMIT\0") {
+                        seen.store(true, Ordering::SeqCst);
+                    }
+                    if u_write.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+            let mut buf = [0u8; 65536];
+            while let Ok(n) = upstream.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if cut.load(Ordering::SeqCst) {
+                    // The server answered the COMMIT (it is done); the client never hears it.
+                    let _ = client.shutdown(Shutdown::Both);
+                    let _ = upstream.shutdown(Shutdown::Both);
+                    break;
+                }
+                if client.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    port
+}
+
+#[test]
+fn a_send_whose_commit_cannot_be_confirmed_says_so_and_never_claims_success() {
+    let Some(h) = PgHome::new("unconfirmed_send") else {
+        return;
+    };
+    // Everything the send needs exists, so its one transaction is the send itself.
+    h.send("alice@web", "bob", "warm up");
+    let config = mailroom_store_pg::parse_url(&h.db.url()).expect("the URL parses");
+    let server = mailroom_store_pg::shown_url(&config)
+        .trim_start_matches("postgres://")
+        .split_once('@')
+        .map(|(_, rest)| rest.split('/').next().unwrap_or("").to_owned())
+        .expect("host:port");
+    let port = proxy_cutting_at_commit(server.clone());
+    let through_proxy =
+        h.db.url()
+            .replacen(&server, &format!("127.0.0.1:{port}"), 1);
+    let run = h
+        .home
+        .as_(
+            "alice@web",
+            ["send", "--to", "bob", "-m", "did this arrive?"],
+        )
+        .env("MAILROOM_URL", &through_proxy)
+        .fails(1);
+    assert!(
+        run.stderr
+            .contains("broke while it was asked to confirm the send")
+            && run.stderr.contains("may or may not have happened"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stdout.contains("sent"),
+        "no success reported: {}",
+        run.stdout
+    );
+    // Here the commit did happen: looking, as the message says, finds it once.
+    let bob = h.as_("bob@web", &["--json", "inbox"]).json();
+    let bodies: Vec<&str> = bob["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["body"].as_str().expect("body"))
+        .collect();
+    assert_eq!(bodies, vec!["warm up", "did this arrive?"]);
+}
