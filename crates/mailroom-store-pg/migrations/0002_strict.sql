@@ -22,6 +22,20 @@ CREATE FUNCTION mailroom_in_project(p text) RETURNS boolean
     AS $$ SELECT EXISTS (SELECT 1 FROM identities WHERE role = current_user
                          AND (split_part(mailbox, '@', 2) = lower(p) OR mailbox = 'human')) $$;
 
+-- The functions look their tables up in this schema only: a role could otherwise shadow
+-- `identities` with a temporary table of its own (pg_temp is searched first).
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION mailroom_mine(text) SET search_path = %I, pg_catalog, pg_temp', current_schema());
+    EXECUTE format('ALTER FUNCTION mailroom_in_project(text) SET search_path = %I, pg_catalog, pg_temp', current_schema());
+END
+$$;
+
+-- The schema's version is the owner's to write: a role that could raise it would make every
+-- mailroom refuse the database.
+ALTER TABLE mailroom_schema ENABLE ROW LEVEL SECURITY;
+CREATE POLICY read ON mailroom_schema FOR SELECT USING (true);
+
 ALTER TABLE identities ENABLE ROW LEVEL SECURITY;
 CREATE POLICY own ON identities FOR SELECT USING (role = current_user);
 

@@ -298,3 +298,54 @@ fn racing_connections_each_win_a_conditional_change_at_most_once() {
         assert_eq!(store.pending(&addr(r)).unwrap().messages.len(), 160, "{r}");
     }
 }
+
+#[test]
+fn a_strict_role_cannot_widen_its_identities_with_tables_of_its_own() {
+    let Some(db) = TestDb::create("strict_shadowing") else {
+        return;
+    };
+    let store = PgStore::open(&db.url()).unwrap();
+    let secret = message("HUMAN", &["bob@web"], "for bob only");
+    store.deliver_all(&secret.to, &secret).unwrap();
+    let role = format!(
+        "mr_shadow_{}",
+        db.schema().trim_start_matches("mailroom_test_")
+    );
+    let s = db.schema();
+    let mut admin = db.admin();
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE \"{role}\" LOGIN;
+             GRANT USAGE ON SCHEMA \"{s}\" TO \"{role}\";
+             GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA \"{s}\" TO \"{role}\";
+             GRANT USAGE ON SEQUENCE \"{s}\".moves TO \"{role}\";
+             INSERT INTO \"{s}\".identities (role, mailbox) VALUES ('{role}', 'alice@web');"
+        ))
+        .unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let config = mailroom_store_pg::parse_url(&db.url_as(&role)).unwrap();
+        let mut agent = config.connect(postgres::NoTls).unwrap();
+        // A temporary `identities` claiming bob's mailbox, searched before the schema's.
+        agent
+            .batch_execute(
+                "CREATE TEMP TABLE identities (role name, mailbox text);
+                 INSERT INTO identities VALUES (current_user, 'bob@web'), (current_user, 'human');",
+            )
+            .unwrap();
+        let seen: i64 = agent
+            .query_one("SELECT count(*) FROM copies", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(seen, 0, "bob's mail stays invisible");
+        let raised = agent.batch_execute("INSERT INTO mailroom_schema (version) VALUES (999)");
+        assert!(raised.is_err(), "the schema version is the owner's");
+        let widened = agent.batch_execute(&format!(
+            "INSERT INTO \"{s}\".identities VALUES (current_user, 'bob@web')"
+        ));
+        assert!(widened.is_err(), "identities are the owner's");
+    }));
+    let _ = admin.batch_execute(&format!("DROP OWNED BY \"{role}\"; DROP ROLE \"{role}\""));
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
