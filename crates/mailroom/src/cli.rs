@@ -19,8 +19,9 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     pub home: Option<std::path::PathBuf>,
 
-    /// A PostgreSQL store (default: $MAILROOM_URL); not part of this build yet.
-    #[arg(long, global = true, value_name = "URL", hide = true)]
+    /// A mailroom on PostgreSQL, postgres://USER@HOST:PORT/DATABASE (default: $MAILROOM_URL,
+    /// else url in .mailroom.toml).
+    #[arg(long, global = true, value_name = "URL")]
     pub url: Option<String>,
 
     /// Act as HANDLE or HANDLE@PROJECT (default: $MAILROOM_AS, .mailroom.toml, git top-level).
@@ -165,6 +166,22 @@ pub enum Command {
         /// Repair what is safe: remove orphan temp files, fix permissions, put back interrupted edits.
         #[arg(long)]
         fix: bool,
+    },
+    /// Copy the whole mailroom into another one (a PostgreSQL URL or a directory); as HUMAN.
+    /// Idempotent: a second run copies only what is missing or has moved on.
+    Export {
+        /// Where to: postgres://USER@HOST:PORT/DATABASE, or a directory (a home).
+        #[arg(long, value_name = "URL|DIR")]
+        to: String,
+    },
+    /// Print the SQL that creates a PostgreSQL role acting only as ADDRESS (strict mode);
+    /// run it as the owner of mailroom's tables.
+    Role {
+        /// The identity the role may act as: handle@project.
+        address: String,
+        /// The role's name (default: mr_HANDLE_PROJECT, lower case).
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
     },
     /// Play a short exchange between two agents and a human in a temporary home.
     Demo,

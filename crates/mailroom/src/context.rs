@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use mailroom_core::identity::{self, Identity, Inputs, Repo};
 use mailroom_core::store::OriginClaim;
-use mailroom_core::{Address, Error, Mailroom, Name, Sessions as _};
+use mailroom_core::{Address, Error, Mailroom, Name, Store};
 use mailroom_store_fs::FsStore;
+use mailroom_store_pg::PgStore;
 
 use crate::cli::Cli;
 use crate::files::ReadError;
@@ -18,7 +19,7 @@ pub struct Env {
     pub home: Option<PathBuf>,
     pub as_: Option<String>,
     pub cwd: Option<PathBuf>,
-    /// `MAILROOM_URL`: a PostgreSQL store, which this build does not have yet.
+    /// `MAILROOM_URL`: a PostgreSQL store.
     pub url: Option<String>,
 }
 
@@ -35,9 +36,45 @@ impl Env {
     }
 }
 
+/// The store a command works on: a home directory, or a PostgreSQL database.
+pub enum AnyStore {
+    Fs(FsStore),
+    /// Shared so that a long-lived server (`mcp`) can hold it too.
+    Pg(std::sync::Arc<PgStore>),
+}
+
+impl AnyStore {
+    pub fn as_dyn(&self) -> &dyn Store {
+        match self {
+            AnyStore::Fs(s) => s,
+            AnyStore::Pg(s) => s.as_ref(),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        self.as_dyn().describe()
+    }
+
+    pub fn doctor(&self, fix: bool) -> Result<Vec<mailroom_core::Finding>> {
+        match self {
+            AnyStore::Fs(s) => Ok(s.doctor(fix)?),
+            // Opening it checked the connection and the schema; the rest is the server's.
+            AnyStore::Pg(_) => Ok(vec![]),
+        }
+    }
+}
+
+/// Where the mailroom is, from the flags, the environment and `.mailroom.toml`, first found
+/// wins: `--url`, `--home`, `MAILROOM_URL`, `MAILROOM_HOME`, `url` in `.mailroom.toml`, the
+/// default home.
+enum Place {
+    Url { raw: String, from: &'static str },
+    Home,
+}
+
 /// Everything a command needs.
 pub struct Ctx {
-    pub store: FsStore,
+    pub store: AnyStore,
     /// `--home` as given, for hints that must name it.
     home_flag: Option<PathBuf>,
     pub inputs: Inputs,
@@ -92,17 +129,45 @@ impl Ctx {
             Some(Some((repo, url))) => (Some(repo), url),
             _ => (None, None),
         };
-        if cli.url.is_some() || env.url.is_some() || config_url.is_some() {
-            // Never fall back to the file store silently: mail would go where the team
-            // sharing the database would not see it.
-            return Err(Error::Invalid(
-                "a PostgreSQL store is configured (--url, MAILROOM_URL or url in .mailroom.toml), but this build has only the file store; unset it to use the file store".into(),
-            )
-            .into());
-        }
+        let place = match (&cli.url, &cli.home, &env.url, &env.home, config_url) {
+            (Some(_), Some(_), ..) => {
+                return Err(Error::Invalid(
+                    "--url and --home name two different mailrooms; pass one of them".into(),
+                )
+                .into());
+            }
+            (Some(u), ..) => Place::Url {
+                raw: u.clone(),
+                from: "--url",
+            },
+            (None, Some(_), ..) => Place::Home,
+            (None, None, Some(u), ..) => Place::Url {
+                raw: u.clone(),
+                from: "MAILROOM_URL",
+            },
+            (None, None, None, Some(_), _) => Place::Home,
+            (None, None, None, None, Some(u)) => Place::Url {
+                raw: u,
+                from: "url in .mailroom.toml",
+            },
+            _ => Place::Home,
+        };
+        let store = match place {
+            Place::Home => AnyStore::Fs(FsStore::new(home.clone())),
+            Place::Url { raw, from } => {
+                if !mailroom_store_pg::is_url(raw.trim()) {
+                    return Err(Error::Invalid(format!(
+                        "{from} '{}' is not a PostgreSQL URL; write postgres://USER@HOST:PORT/DATABASE (or use --home DIR for a directory)",
+                        mailroom_store_pg::redacted(&raw)
+                    ))
+                    .into());
+                }
+                AnyStore::Pg(std::sync::Arc::new(PgStore::open(raw.trim())?))
+            }
+        };
         Ok(Ctx {
             home_flag: cli.home.is_some().then(|| home.clone()),
-            store: FsStore::new(home),
+            store,
             inputs: Inputs {
                 flag_as: cli.as_.clone(),
                 env_as: env.as_.clone(),
@@ -116,7 +181,7 @@ impl Ctx {
     }
 
     pub fn mailroom(&self) -> Mailroom<'_> {
-        Mailroom::new(&self.store)
+        Mailroom::new(self.store.as_dyn())
     }
 
     /// The identity, if one can be had, its names spelled as they were first written.
@@ -144,7 +209,7 @@ impl Ctx {
         else {
             return Ok(());
         };
-        if let OriginClaim::Other(first) = self.store.claim_origin(address, path)? {
+        if let OriginClaim::Other(first) = self.store.as_dyn().claim_origin(address, path)? {
             eprintln!(
                 "warning: {address} is also used by the checkout {first}; checkouts with the same name share one mailbox (give this one its own handle in .mailroom.toml)"
             );

@@ -7,6 +7,7 @@
 mod archive;
 mod channels;
 mod directory;
+mod export;
 mod import;
 mod inject;
 mod lifecycle;
@@ -24,6 +25,7 @@ use crate::store::Store;
 pub use archive::{Search, SearchHit};
 pub use channels::{ChannelRead, ChannelSummary, ImportReport};
 pub use directory::{Candidate, MemberContext, Resolution};
+pub use export::Exported;
 pub use import::{Foreign, Imported};
 pub use inject::{HookAnswer, HookEvent};
 pub use lifecycle::{Inbox, Read, urgency_order};

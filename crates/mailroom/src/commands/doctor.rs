@@ -1,7 +1,7 @@
 //! `doctor [--fix]`: one line per problem with its fix; exit 1 while problems remain.
 
 use anyhow::Result;
-use mailroom_core::{Error, Store, text};
+use mailroom_core::{Error, text};
 use serde_json::json;
 
 use crate::context::Ctx;

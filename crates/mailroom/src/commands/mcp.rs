@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use anyhow::Result;
-use mailroom_core::{Error, Mailroom};
+use mailroom_core::{Error, Mailroom, Store};
 use mailroom_mcp::{Server, ToolSet, Tools};
 use mailroom_store_fs::FsStore;
 
 use crate::cli::ToolsArg;
-use crate::context::Ctx;
+use crate::context::{AnyStore, Ctx};
 
 pub fn mcp(ctx: &mut Ctx, tools: ToolsArg, as_any: bool) -> Result<()> {
     let identity = if as_any {
@@ -33,7 +33,10 @@ pub fn mcp(ctx: &mut Ctx, tools: ToolsArg, as_any: bool) -> Result<()> {
     };
     // The claim of a git-derived identity is recorded once, when the server starts.
     ctx.record_claim()?;
-    let store = Arc::new(FsStore::new(ctx.store.home().to_path_buf()));
+    let store: Arc<dyn Store> = match &ctx.store {
+        AnyStore::Fs(fs) => Arc::new(FsStore::new(fs.home().to_path_buf())),
+        AnyStore::Pg(pg) => pg.clone(),
+    };
     let set = match tools {
         ToolsArg::All => ToolSet::All,
         ToolsArg::Lifecycle => ToolSet::Lifecycle,

@@ -4,10 +4,12 @@ mod channel;
 mod demo;
 mod directory;
 mod doctor;
+mod export;
 mod hook;
 mod import;
 mod lifecycle;
 mod mcp;
+mod role;
 mod send;
 mod serve;
 mod setup;
@@ -63,11 +65,14 @@ pub fn run(cli: Cli, env: &Env) -> Result<(), Failure> {
 
 fn run_in(ctx: &mut Ctx, cli: Cli) -> Result<()> {
     let reads = reads_only(&cli.command);
-    if reads != Reads::No && !ctx.store.exists()? {
+    if reads != Reads::No
+        && let crate::context::AnyStore::Fs(fs) = &ctx.store
+        && !fs.exists()?
+    {
         // A mistyped MAILROOM_HOME must not look like an empty mailbox, nor be created.
         let missing = format!(
             "there is no mailroom home at {}: nothing was ever sent there; check --home or MAILROOM_HOME (the first send creates it)",
-            ctx.store.home().display()
+            fs.home().display()
         );
         if reads == Reads::Message {
             return Err(Error::NotFound(missing).into());
@@ -114,6 +119,8 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
             timeout,
         } => wait::wait(ctx, from, reply_to, timeout.as_deref()),
         Command::Doctor { fix } => doctor::doctor(ctx, fix),
+        Command::Export { to } => export::export(ctx, &to),
+        Command::Role { address, name } => role::role(ctx, &address, name.as_deref()),
         Command::Demo => demo::run(),
         Command::Mcp { tools, as_any } => mcp::mcp(ctx, tools, as_any),
         Command::Hook { .. } | Command::Setup(_) => Ok(()),
@@ -158,6 +165,8 @@ fn reads_only(command: &Command) -> Reads {
         | Command::Search { .. }
         | Command::Resolve { .. }
         | Command::Doctor { .. }
+        | Command::Export { .. }
+        | Command::Role { .. }
         // An agent may wait for its first mail before anyone sent any: it says there is no
         // home yet, waits, and creates none.
         | Command::Wait { .. }

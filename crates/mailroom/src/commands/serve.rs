@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use mailroom_console::ServeError;
-use mailroom_core::{Error, Mailroom};
+use mailroom_core::{Error, Mailroom, Store};
 use mailroom_store_fs::FsStore;
 
-use crate::context::Ctx;
+use crate::context::{AnyStore, Ctx};
 
 pub fn serve(ctx: &mut Ctx, listen: SocketAddr, open: bool, expose: bool) -> Result<()> {
     if !listen.ip().is_loopback() && !expose {
@@ -18,8 +18,11 @@ pub fn serve(ctx: &mut Ctx, listen: SocketAddr, open: bool, expose: bool) -> Res
         ))
         .into());
     }
-    let store = Arc::new(FsStore::new(ctx.store.home().to_path_buf()));
-    let home = ctx.store.home().display().to_string();
+    let store: Arc<dyn Store> = match &ctx.store {
+        AnyStore::Fs(fs) => Arc::new(FsStore::new(fs.home().to_path_buf())),
+        AnyStore::Pg(pg) => pg.clone(),
+    };
+    let home = ctx.store.describe();
     let result = mailroom_console::run(Mailroom::shared(store), listen, |url, bound| {
         println!("{url}");
         eprintln!(

@@ -1,7 +1,6 @@
 //! `whoami`: the resolved identity, where it came from, and the member context.
 
 use anyhow::Result;
-use mailroom_core::Store;
 use serde_json::json;
 
 use crate::context::Ctx;

@@ -18,6 +18,7 @@ mod import;
 mod inbox;
 mod lifecycle;
 mod mcp;
+mod postgres;
 mod readers;
 mod roster;
 mod send;

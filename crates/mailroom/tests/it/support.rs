@@ -292,6 +292,11 @@ impl TestCommand {
         self
     }
 
+    pub fn env_remove(&mut self, key: &str) -> &mut Self {
+        self.cmd.env_remove(key);
+        self
+    }
+
     pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
         self.cmd.current_dir(dir);
         self

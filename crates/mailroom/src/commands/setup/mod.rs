@@ -1151,7 +1151,9 @@ fn preview(cli: &Cli, env: &Env) -> Result<Option<(String, String)>> {
             "no identity here (not in a git checkout; --as or MAILROOM_AS names one)"
         ));
     };
-    if !ctx.store.exists()? {
+    if let crate::context::AnyStore::Fs(fs) = &ctx.store
+        && !fs.exists()?
+    {
         return Ok(None);
     }
     let words = ctx.words()?;

@@ -1,0 +1,933 @@
+//! The four store roles on the tables of `migrations/`.
+
+use jiff::Timestamp;
+use mailroom_core::message::{BROADCAST, ChannelRef};
+use mailroom_core::store::{
+    Channels, Delivery, Directory, KeyClaim, Mailboxes, OriginClaim, Sessions, Watch, matches_query,
+};
+use mailroom_core::{
+    Address, Error, Listing, Member, MemberStatus, Message, MessageId, Name, Policy, Project,
+    Result, State, Store, Stored,
+};
+use postgres::types::{ToSql, Type};
+use postgres::{GenericClient, Row};
+
+use crate::codec::{
+    Cols, MSG_COLS, damaged, key, mailbox_key, message, msg_placeholders, parse_state, parse_time,
+    state_str,
+};
+use crate::{PgStore, fnv};
+
+type Param<'a> = (&'a (dyn ToSql + Sync), Type);
+
+/// The notification channel of a mailbox or a project's broadcasts (`LISTEN` names are
+/// identifiers of at most 63 bytes, so a hash of the schema and the key).
+pub(crate) fn notify_channel(schema: &str, what: &str) -> String {
+    format!("mailroom_{:016x}", fnv(&format!("{schema}\n{what}")))
+}
+
+pub(crate) fn broadcast_key(project: &Name) -> String {
+    format!("#{BROADCAST}@{}", key(project))
+}
+
+fn now_ns() -> i64 {
+    i64::try_from(Timestamp::now().as_nanosecond()).unwrap_or(i64::MAX)
+}
+
+fn name_of(s: String) -> Result<Name> {
+    Name::parse(&s).map_err(|e| Error::store(format!("the stored name '{s}'"), e))
+}
+
+fn project_of(row: &Row) -> Result<Project> {
+    let name: String = row.get("name");
+    let policy: String = row.get("policy");
+    let created: String = row.get("created");
+    Ok(Project {
+        name: name_of(name)?,
+        policy: Policy::parse(&policy).unwrap_or_default(),
+        created: parse_time(&created).unwrap_or(Timestamp::UNIX_EPOCH),
+    })
+}
+
+fn member_of(row: &Row) -> Result<Member> {
+    let handle: String = row.get("handle");
+    let status: String = row.get("status");
+    let joined: String = row.get("joined");
+    let since: Option<String> = row.get("since");
+    Ok(Member {
+        handle: name_of(handle)?,
+        role: row.get("role"),
+        status: MemberStatus::parse(&status).unwrap_or(MemberStatus::Active),
+        joined: parse_time(&joined).unwrap_or(Timestamp::UNIX_EPOCH),
+        since: since.and_then(|s| parse_time(&s).ok()),
+    })
+}
+
+/// Rows of copies (with `state`) as a listing; a row that does not read is reported damaged.
+fn copies_listing(owner: &str, rows: &[Row]) -> Listing {
+    let mut out = Listing::default();
+    for row in rows {
+        let state = row
+            .try_get::<_, String>("state")
+            .ok()
+            .and_then(|s| parse_state(&s));
+        match (message(row), state) {
+            (Ok(m), Some(state)) => out.messages.push(Stored {
+                message: m,
+                state,
+                warnings: vec![],
+            }),
+            (Err(problem), state) => out
+                .damaged
+                .push(damaged("copies", owner, row, state, problem)),
+            (Ok(_), None) => out.damaged.push(damaged(
+                "copies",
+                owner,
+                row,
+                None,
+                "its state does not read".into(),
+            )),
+        }
+    }
+    out
+}
+
+fn entries_listing(owner: &str, rows: &[Row]) -> Listing {
+    let mut out = Listing::default();
+    for row in rows {
+        let retracted: bool = row.try_get("retracted").unwrap_or(false);
+        let state = if retracted {
+            State::Retracted
+        } else {
+            State::Unread
+        };
+        match message(row) {
+            Ok(m) => out.messages.push(Stored {
+                message: m,
+                state,
+                warnings: vec![],
+            }),
+            Err(problem) => out
+                .damaged
+                .push(damaged("entries", owner, row, Some(state), problem)),
+        }
+    }
+    out
+}
+
+/// Outbox traces; one that does not read is left out, as traces are best effort.
+fn messages_of(rows: &[Row]) -> Vec<Message> {
+    rows.iter().filter_map(|r| message(r).ok()).collect()
+}
+
+/// The candidates' filter for a search: each word of the query as a prefix of a word of the
+/// text (the `words` columns split text where the query is split), or `None` when the query
+/// has no word to look up (then every row is a candidate).
+fn tsquery(query: &str) -> Option<String> {
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("'{}':*", w.to_lowercase()))
+        .collect();
+    (!words.is_empty()).then(|| words.join(" & "))
+}
+
+const COPY_COLS: &str = "id, state, sender, recipients, subject, body, kind, priority, date, reply_to, thread, revision, edited, channel";
+const ENTRY_COLS: &str = "id, retracted, sender, recipients, subject, body, kind, priority, date, reply_to, thread, revision, edited, channel";
+
+/// Puts one copy in place unless the mailbox has one of that id; the caller then counts the
+/// delivery with [`bump_mailbox`].
+fn insert_copy(
+    tx: &mut impl GenericClient,
+    recipient: &Address,
+    cols: &Cols<'_>,
+    id: &str,
+) -> std::result::Result<bool, postgres::Error> {
+    let mkey = mailbox_key(recipient);
+    let sql = format!(
+        "INSERT INTO copies (mailbox, id, state, {MSG_COLS}) VALUES ($1, $2, 'unread', {}) ON CONFLICT DO NOTHING",
+        msg_placeholders(3)
+    );
+    let mut params: Vec<Param<'_>> = vec![(&mkey, Type::TEXT), (&id, Type::TEXT)];
+    params.extend(cols.params());
+    Ok(tx.execute_typed(&sql, &params)? > 0)
+}
+
+/// Counts a delivery in the mailbox's generation (creating its row) and notifies its waiters.
+fn bump_mailbox(
+    tx: &mut impl GenericClient,
+    schema: &str,
+    mkey: &str,
+    spelled: &str,
+) -> std::result::Result<(), postgres::Error> {
+    let channel = notify_channel(schema, mkey);
+    tx.execute_typed(
+        "WITH b AS (INSERT INTO mailboxes (key, address, generation) VALUES ($1, $2, 1) \
+         ON CONFLICT (key) DO UPDATE SET generation = mailboxes.generation + 1) \
+         SELECT pg_notify($3, '')",
+        &[
+            (&mkey, Type::TEXT),
+            (&spelled, Type::TEXT),
+            (&channel, Type::TEXT),
+        ],
+    )?;
+    Ok(())
+}
+
+impl Store for PgStore {
+    fn describe(&self) -> String {
+        self.shown.clone()
+    }
+}
+
+impl Directory for PgStore {
+    fn projects(&self) -> Result<Vec<Project>> {
+        let rows = self.read("list the projects", |c| {
+            c.query_typed(
+                "SELECT name, policy, created FROM projects ORDER BY key",
+                &[],
+            )
+        })?;
+        rows.iter().map(project_of).collect()
+    }
+
+    fn project(&self, name: &Name) -> Result<Option<Project>> {
+        let k = key(name);
+        let row = self.read("look up a project", |c| {
+            c.query_typed_opt(
+                "SELECT name, policy, created FROM projects WHERE key = $1",
+                &[(&k, Type::TEXT)],
+            )
+        })?;
+        row.as_ref().map(project_of).transpose()
+    }
+
+    fn ensure_project(&self, project: &Project) -> Result<(Project, bool)> {
+        let k = key(&project.name);
+        let name = project.name.as_str();
+        let policy = project.policy.as_str();
+        let created = project.created.to_string();
+        // Looked up first: a role that may not create projects (strict mode) still gets the
+        // one that exists.
+        if let Some(p) = self.project(&project.name)? {
+            return Ok((p, false));
+        }
+        let (row, made) = self.write("create a project", |tx| {
+            if let Some(row) = tx.query_typed_opt(
+                "INSERT INTO projects (key, name, policy, created) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (key) DO NOTHING RETURNING name, policy, created",
+                &[
+                    (&k, Type::TEXT),
+                    (&name, Type::TEXT),
+                    (&policy, Type::TEXT),
+                    (&created, Type::TEXT),
+                ],
+            )? {
+                return Ok((row, true));
+            }
+            let row = tx.query_typed_one(
+                "SELECT name, policy, created FROM projects WHERE key = $1",
+                &[(&k, Type::TEXT)],
+            )?;
+            Ok((row, false))
+        })?;
+        Ok((project_of(&row)?, made))
+    }
+
+    fn set_policy(&self, name: &Name, policy: Policy) -> Result<bool> {
+        let k = key(name);
+        let p = policy.as_str();
+        let n = self.write("change a project's policy", |tx| {
+            tx.execute_typed(
+                "UPDATE projects SET policy = $2 WHERE key = $1",
+                &[(&k, Type::TEXT), (&p, Type::TEXT)],
+            )
+        })?;
+        Ok(n > 0)
+    }
+
+    fn roster(&self, project: &Name) -> Result<Vec<Member>> {
+        let k = key(project);
+        let rows = self.read("list a roster", |c| {
+            c.query_typed(
+                "SELECT handle, role, status, joined, since FROM members WHERE project_key = $1 ORDER BY handle_key",
+                &[(&k, Type::TEXT)],
+            )
+        })?;
+        rows.iter().map(member_of).collect()
+    }
+
+    fn member(&self, project: &Name, handle: &Name) -> Result<Option<Member>> {
+        let (p, h) = (key(project), key(handle));
+        let row = self.read("look up a member", |c| {
+            c.query_typed_opt(
+                "SELECT handle, role, status, joined, since FROM members WHERE project_key = $1 AND handle_key = $2",
+                &[(&p, Type::TEXT), (&h, Type::TEXT)],
+            )
+        })?;
+        row.as_ref().map(member_of).transpose()
+    }
+
+    fn add_member(&self, project: &Name, member: &Member) -> Result<bool> {
+        let (p, h) = (key(project), key(&member.handle));
+        let handle = member.handle.as_str();
+        let status = member.status.as_str();
+        let joined = member.joined.to_string();
+        let since = member.since.map(|s| s.to_string());
+        if self.member(project, &member.handle)?.is_some() {
+            return Ok(false);
+        }
+        let n = self.write("add a member", |tx| {
+            tx.execute_typed(
+                "INSERT INTO members (project_key, handle_key, handle, role, status, joined, since) \
+                 SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM projects WHERE key = $1) \
+                 ON CONFLICT DO NOTHING",
+                &[
+                    (&p, Type::TEXT),
+                    (&h, Type::TEXT),
+                    (&handle, Type::TEXT),
+                    (&member.role, Type::TEXT),
+                    (&status, Type::TEXT),
+                    (&joined, Type::TEXT),
+                    (&since, Type::TEXT),
+                ],
+            )
+        })?;
+        Ok(n > 0)
+    }
+
+    fn update_member(&self, project: &Name, member: &Member) -> Result<bool> {
+        let (p, h) = (key(project), key(&member.handle));
+        let status = member.status.as_str();
+        let joined = member.joined.to_string();
+        let since = member.since.map(|s| s.to_string());
+        let n = self.write("change a member", |tx| {
+            tx.execute_typed(
+                "UPDATE members SET role = $3, status = $4, joined = $5, since = $6 \
+                 WHERE project_key = $1 AND handle_key = $2",
+                &[
+                    (&p, Type::TEXT),
+                    (&h, Type::TEXT),
+                    (&member.role, Type::TEXT),
+                    (&status, Type::TEXT),
+                    (&joined, Type::TEXT),
+                    (&since, Type::TEXT),
+                ],
+            )
+        })?;
+        Ok(n > 0)
+    }
+
+    fn memberships(&self, handle: &Name) -> Result<Vec<(Project, Member)>> {
+        let h = key(handle);
+        let rows = self.read("list memberships", |c| {
+            c.query_typed(
+                "SELECT p.name, p.policy, p.created, m.handle, m.role, m.status, m.joined, m.since \
+                 FROM members m JOIN projects p ON p.key = m.project_key \
+                 WHERE m.handle_key = $1 ORDER BY p.key",
+                &[(&h, Type::TEXT)],
+            )
+        })?;
+        rows.iter()
+            .map(|r| Ok((project_of(r)?, member_of(r)?)))
+            .collect()
+    }
+}
+
+impl PgStore {
+    fn copies(
+        &self,
+        what: &str,
+        mailbox: &Address,
+        filter: &str,
+        extra: &[Param<'_>],
+    ) -> Result<Listing> {
+        let mkey = mailbox_key(mailbox);
+        let sql = format!("SELECT {COPY_COLS} FROM copies WHERE mailbox = $1 {filter}");
+        let rows = self.read(what, |c| {
+            let mut params: Vec<Param<'_>> = vec![(&mkey, Type::TEXT)];
+            params.extend_from_slice(extra);
+            c.query_typed(&sql, &params)
+        })?;
+        Ok(copies_listing(&mailbox.to_string(), &rows))
+    }
+}
+
+impl Mailboxes for PgStore {
+    fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool> {
+        let cols = Cols::of(message);
+        let id = message.id.to_string();
+        let (mkey, spelled) = (mailbox_key(recipient), recipient.to_string());
+        self.write("deliver a message", |tx| {
+            let new = insert_copy(tx, recipient, &cols, &id)?;
+            if new {
+                bump_mailbox(tx, &self.schema, &mkey, &spelled)?;
+            }
+            Ok(new)
+        })
+    }
+
+    fn deliver_all(&self, recipients: &[Address], message: &Message) -> Result<Delivery> {
+        let cols = Cols::of(message);
+        let id = message.id.to_string();
+        let sender = mailbox_key(&message.from);
+        // Mailbox rows are locked in key order, so two sends to the same recipients in
+        // different orders cannot deadlock, and last, just before the commit, so concurrent
+        // sends to one recipient wait on its row as briefly as can be.
+        let mut order: Vec<usize> = (0..recipients.len()).collect();
+        order.sort_by_key(|&i| mailbox_key(&recipients[i]));
+        let new = self.write("confirm the send", |tx| {
+            let mut new = vec![false; recipients.len()];
+            for &i in &order {
+                new[i] = insert_copy(tx, &recipients[i], &cols, &id)?;
+            }
+            upsert_trace(tx, &sender, &id, &cols)?;
+            for &i in &order {
+                if new[i] {
+                    let r = &recipients[i];
+                    bump_mailbox(tx, &self.schema, &mailbox_key(r), &r.to_string())?;
+                }
+            }
+            Ok(new)
+        })?;
+        Ok(Delivery {
+            new,
+            trace_error: None,
+        })
+    }
+
+    fn record_sent(&self, message: &Message) -> Result<()> {
+        let cols = Cols::of(message);
+        let id = message.id.to_string();
+        let sender = mailbox_key(&message.from);
+        self.write("record the sent message", |tx| {
+            upsert_trace(tx, &sender, &id, &cols)
+        })
+    }
+
+    fn claim_key(&self, sender: &Address, k: &str, id: MessageId) -> Result<KeyClaim> {
+        let s = mailbox_key(sender);
+        let id = id.to_string();
+        let first: String = self.write("claim the idempotency key", |tx| {
+            if tx.execute_typed(
+                "INSERT INTO keys (sender_key, key, id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                &[(&s, Type::TEXT), (&k, Type::TEXT), (&id, Type::TEXT)],
+            )? > 0
+            {
+                return Ok(id.clone());
+            }
+            Ok(tx
+                .query_typed_one(
+                    "SELECT id FROM keys WHERE sender_key = $1 AND key = $2",
+                    &[(&s, Type::TEXT), (&k, Type::TEXT)],
+                )?
+                .get(0))
+        })?;
+        Ok(if first == id {
+            KeyClaim::Claimed
+        } else {
+            match MessageId::parse(&first) {
+                Some(f) => KeyClaim::Existing(f),
+                None => KeyClaim::Claimed,
+            }
+        })
+    }
+
+    fn pending(&self, mailbox: &Address) -> Result<Listing> {
+        self.copies(
+            "list pending mail",
+            mailbox,
+            "AND state IN ('unread', 'read') ORDER BY id",
+            &[],
+        )
+    }
+
+    fn find(&self, mailbox: &Address, prefix: &str) -> Result<Vec<Stored>> {
+        let prefix = prefix.to_ascii_uppercase();
+        if let Some(id) = MessageId::parse(&prefix) {
+            return Ok(self.get(mailbox, id)?.into_iter().collect());
+        }
+        let pending = self.copies(
+            "look up a message",
+            mailbox,
+            "AND state IN ('unread', 'read') AND starts_with(id, $2) ORDER BY id",
+            &[(&prefix, Type::TEXT)],
+        )?;
+        if !pending.messages.is_empty() {
+            return Ok(pending.messages);
+        }
+        Ok(self
+            .copies(
+                "look up a message",
+                mailbox,
+                "AND state NOT IN ('unread', 'read') AND starts_with(id, $2) ORDER BY id",
+                &[(&prefix, Type::TEXT)],
+            )?
+            .messages)
+    }
+
+    fn get(&self, mailbox: &Address, id: MessageId) -> Result<Option<Stored>> {
+        let id = id.to_string();
+        Ok(self
+            .copies(
+                "look up a message",
+                mailbox,
+                "AND id = $2",
+                &[(&id, Type::TEXT)],
+            )?
+            .messages
+            .pop())
+    }
+
+    fn state_of(&self, mailbox: &Address, id: MessageId) -> Result<Option<State>> {
+        let (m, id) = (mailbox_key(mailbox), id.to_string());
+        let row = self.read("look up a message's state", |c| {
+            c.query_typed_opt(
+                "SELECT state FROM copies WHERE mailbox = $1 AND id = $2",
+                &[(&m, Type::TEXT), (&id, Type::TEXT)],
+            )
+        })?;
+        Ok(row.and_then(|r| parse_state(&r.get::<_, String>(0))))
+    }
+
+    fn transition(
+        &self,
+        mailbox: &Address,
+        moves: &[(MessageId, State)],
+        to: State,
+    ) -> Result<Vec<bool>> {
+        let m = mailbox_key(mailbox);
+        let spelled = mailbox.to_string();
+        let to_s = state_str(to);
+        let moves: Vec<(String, &'static str)> = moves
+            .iter()
+            .map(|(id, from)| (id.to_string(), state_str(*from)))
+            .collect();
+        self.write("move messages", |tx| {
+            let now = now_ns();
+            let mut out = Vec::with_capacity(moves.len());
+            for (id, from) in &moves {
+                let n = tx.execute_typed(
+                    "UPDATE copies SET state = $3, moved = nextval('moves'), moved_ns = $5 \
+                     WHERE mailbox = $1 AND id = $2 AND state = $4",
+                    &[
+                        (&m, Type::TEXT),
+                        (id, Type::TEXT),
+                        (&to_s, Type::TEXT),
+                        (from, Type::TEXT),
+                        (&now, Type::INT8),
+                    ],
+                )?;
+                out.push(n > 0);
+            }
+            if to == State::Unread && out.iter().any(|&b| b) {
+                bump_mailbox(tx, &self.schema, &m, &spelled)?;
+            }
+            Ok(out)
+        })
+    }
+
+    fn replace_unread(&self, mailbox: &Address, message: &Message) -> Result<bool> {
+        let m = mailbox_key(mailbox);
+        let id = message.id.to_string();
+        let cols = Cols::of(message);
+        self.write("edit a message", |tx| {
+            // The row lock: a reader's move out of unread waits for this edit, then sees the
+            // new revision (or this edit finds the copy read and does nothing).
+            tx.execute_typed(
+                                    "INSERT INTO revisions (mailbox, id, revision, sender, recipients, subject, body, kind, priority, date, reply_to, thread, edited, channel) \
+                     SELECT mailbox, id, revision, sender, recipients, subject, body, kind, priority, date, reply_to, thread, edited, channel \
+                     FROM copies WHERE mailbox = $1 AND id = $2 AND state = 'unread' FOR UPDATE \
+                     ON CONFLICT DO NOTHING",
+                &[(&m, Type::TEXT), (&id, Type::TEXT)],
+            )?;
+            let sql = format!(
+                "UPDATE copies SET ({MSG_COLS}) = ({}) WHERE mailbox = $1 AND id = $2 AND state = 'unread'",
+                msg_placeholders(3)
+            );
+            let mut params: Vec<Param<'_>> = vec![(&m, Type::TEXT), (&id, Type::TEXT)];
+            params.extend(cols.params());
+            Ok(tx.execute_typed(&sql, &params)? > 0)
+        })
+    }
+
+    fn outbox(&self, sender: &Address) -> Result<Vec<Message>> {
+        let s = mailbox_key(sender);
+        let rows = self.read("list the outbox", |c| {
+            c.query_typed(
+                &format!("SELECT id, {MSG_COLS} FROM outbox WHERE sender_key = $1 ORDER BY id"),
+                &[(&s, Type::TEXT)],
+            )
+        })?;
+        Ok(messages_of(&rows))
+    }
+
+    fn recently_archived(
+        &self,
+        mailbox: &Address,
+        limit: usize,
+    ) -> Result<Vec<(Stored, Timestamp)>> {
+        let m = mailbox_key(mailbox);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.read("list archived mail", |c| {
+            c.query_typed(
+                &format!(
+                    "SELECT {COPY_COLS}, moved_ns FROM copies WHERE mailbox = $1 AND state = 'done' \
+                     ORDER BY moved DESC LIMIT $2"
+                ),
+                &[(&m, Type::TEXT), (&limit, Type::INT8)],
+            )
+        })?;
+        let listing = copies_listing(&mailbox.to_string(), &rows);
+        let mut out = Vec::new();
+        let mut at = rows.iter().map(|r| r.get::<_, Option<i64>>("moved_ns"));
+        for s in listing.messages {
+            let when = at
+                .next()
+                .flatten()
+                .and_then(|ns| Timestamp::from_nanosecond(i128::from(ns)).ok())
+                .unwrap_or(s.message.date);
+            out.push((s, when));
+        }
+        Ok(out)
+    }
+
+    fn everything(&self, mailbox: &Address) -> Result<Listing> {
+        self.copies("list a mailbox", mailbox, "ORDER BY id", &[])
+    }
+
+    fn sent(&self, sender: &Address, id: MessageId) -> Result<Option<Message>> {
+        let (s, id) = (mailbox_key(sender), id.to_string());
+        let rows = self.read("look up a sent message", |c| {
+            c.query_typed(
+                &format!("SELECT id, {MSG_COLS} FROM outbox WHERE sender_key = $1 AND id = $2"),
+                &[(&s, Type::TEXT), (&id, Type::TEXT)],
+            )
+        })?;
+        Ok(messages_of(&rows).pop())
+    }
+
+    fn states(&self, id: MessageId, mailboxes: &[Address]) -> Result<Vec<Option<State>>> {
+        let id_s = id.to_string();
+        let keys: Vec<String> = mailboxes.iter().map(mailbox_key).collect();
+        let rows = self.read("look up a message's states", |c| {
+            c.query_typed(
+                "SELECT mailbox, state FROM copies WHERE id = $1 AND mailbox = ANY($2)",
+                &[(&id_s, Type::TEXT), (&keys, Type::TEXT_ARRAY)],
+            )
+        })?;
+        let found: std::collections::HashMap<String, String> =
+            rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        Ok(keys
+            .iter()
+            .map(|k| found.get(k).and_then(|s| parse_state(s)))
+            .collect())
+    }
+
+    fn search(&self, mailbox: &Address, query: &str) -> Result<Listing> {
+        let mut listing = match tsquery(query) {
+            Some(q) => self.copies(
+                "search a mailbox",
+                mailbox,
+                "AND words @@ to_tsquery('simple', $2) ORDER BY id",
+                &[(&q, Type::TEXT)],
+            )?,
+            None => self.everything(mailbox)?,
+        };
+        listing
+            .messages
+            .retain(|s| matches_query(&s.message, query));
+        Ok(listing)
+    }
+
+    fn search_sent(&self, sender: &Address, query: &str) -> Result<Vec<Message>> {
+        let Some(q) = tsquery(query) else {
+            let mut all = self.outbox(sender)?;
+            all.retain(|m| matches_query(m, query));
+            return Ok(all);
+        };
+        let s = mailbox_key(sender);
+        let rows = self.read("search the outbox", |c| {
+            c.query_typed(
+                &format!(
+                    "SELECT id, {MSG_COLS} FROM outbox WHERE sender_key = $1 \
+                     AND words @@ to_tsquery('simple', $2) ORDER BY id"
+                ),
+                &[(&s, Type::TEXT), (&q, Type::TEXT)],
+            )
+        })?;
+        let mut out = messages_of(&rows);
+        out.retain(|m| matches_query(m, query));
+        Ok(out)
+    }
+}
+
+fn upsert_trace(
+    tx: &mut impl GenericClient,
+    sender: &str,
+    id: &str,
+    cols: &Cols<'_>,
+) -> std::result::Result<(), postgres::Error> {
+    let sql = format!(
+        "INSERT INTO outbox (sender_key, id, {MSG_COLS}) VALUES ($1, $2, {}) \
+         ON CONFLICT (sender_key, id) DO UPDATE SET ({MSG_COLS}) = ({})",
+        msg_placeholders(3),
+        msg_placeholders(3)
+    );
+    let mut params: Vec<Param<'_>> = vec![(&sender, Type::TEXT), (&id, Type::TEXT)];
+    params.extend(cols.params());
+    tx.execute_typed(&sql, &params)?;
+    Ok(())
+}
+
+impl PgStore {
+    fn entries_where(
+        &self,
+        what: &str,
+        channel: &ChannelRef,
+        filter: &str,
+        extra: &[Param<'_>],
+    ) -> Result<Listing> {
+        let (p, c) = (key(&channel.project), key(&channel.name));
+        let sql = format!(
+            "SELECT {ENTRY_COLS} FROM entries e WHERE project_key = $1 AND channel_key = $2 {filter}"
+        );
+        let rows = self.read(what, |cl| {
+            let mut params: Vec<Param<'_>> = vec![(&p, Type::TEXT), (&c, Type::TEXT)];
+            params.extend_from_slice(extra);
+            cl.query_typed(&sql, &params)
+        })?;
+        Ok(entries_listing(&channel.to_string(), &rows))
+    }
+}
+
+impl Channels for PgStore {
+    fn append(&self, channel: &ChannelRef, message: &Message) -> Result<bool> {
+        let (p, c) = (key(&channel.project), key(&channel.name));
+        let name = channel.name.as_str();
+        let id = message.id.to_string();
+        let cols = Cols::of(message);
+        let notify = channel
+            .is_broadcast()
+            .then(|| notify_channel(&self.schema, &broadcast_key(&channel.project)));
+        self.write("post to a channel", |tx| {
+            let sql = format!(
+                "INSERT INTO entries (project_key, channel_key, id, {MSG_COLS}) VALUES ($1, $2, $3, {}) ON CONFLICT DO NOTHING",
+                msg_placeholders(4)
+            );
+            let mut params: Vec<Param<'_>> =
+                vec![(&p, Type::TEXT), (&c, Type::TEXT), (&id, Type::TEXT)];
+            params.extend(cols.params());
+            if tx.execute_typed(&sql, &params)? == 0 {
+                // Make sure the channel is listed even when the entry was there already.
+                tx.execute_typed(
+                    "INSERT INTO channels (project_key, key, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                    &[(&p, Type::TEXT), (&c, Type::TEXT), (&name, Type::TEXT)],
+                )?;
+                return Ok(false);
+            }
+            tx.execute_typed(
+                "INSERT INTO channels (project_key, key, name, generation) VALUES ($1, $2, $3, 1) \
+                 ON CONFLICT (project_key, key) DO UPDATE SET generation = channels.generation + 1",
+                &[(&p, Type::TEXT), (&c, Type::TEXT), (&name, Type::TEXT)],
+            )?;
+            if let Some(n) = &notify {
+                tx.execute_typed("SELECT pg_notify($1, '')", &[(n, Type::TEXT)])?;
+            }
+            Ok(true)
+        })
+    }
+
+    fn entries(&self, channel: &ChannelRef, retracted: bool) -> Result<Listing> {
+        self.entries_where(
+            "list a channel",
+            channel,
+            "AND (NOT retracted OR $3) ORDER BY id",
+            &[(&retracted, Type::BOOL)],
+        )
+    }
+
+    fn unseen(&self, channel: &ChannelRef, reader: &Name) -> Result<Listing> {
+        let r = key(reader);
+        self.entries_where(
+            "list a channel",
+            channel,
+            "AND NOT retracted AND NOT EXISTS (SELECT 1 FROM seen s WHERE s.project_key = e.project_key \
+             AND s.channel_key = e.channel_key AND s.reader_key = $3 AND s.id = e.id) ORDER BY id",
+            &[(&r, Type::TEXT)],
+        )
+    }
+
+    fn seen(&self, channel: &ChannelRef, reader: &Name) -> Result<Vec<MessageId>> {
+        let (p, c, r) = (key(&channel.project), key(&channel.name), key(reader));
+        let rows = self.read("list seen marks", |cl| {
+            cl.query_typed(
+                "SELECT id FROM seen WHERE project_key = $1 AND channel_key = $2 AND reader_key = $3 ORDER BY id",
+                &[(&p, Type::TEXT), (&c, Type::TEXT), (&r, Type::TEXT)],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .filter_map(|row| MessageId::parse(&row.get::<_, String>(0)))
+            .collect())
+    }
+
+    fn mark_seen(
+        &self,
+        channel: &ChannelRef,
+        reader: &Name,
+        ids: &[MessageId],
+    ) -> Result<Vec<bool>> {
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let (p, c, r) = (key(&channel.project), key(&channel.name), key(reader));
+        let list: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        let rows = self.write("mark entries seen", |tx| {
+            tx.query_typed(
+                "INSERT INTO seen (project_key, channel_key, reader_key, id) \
+                 SELECT $1, $2, $3, i FROM unnest($4::text[]) AS i ON CONFLICT DO NOTHING RETURNING id",
+                &[
+                    (&p, Type::TEXT),
+                    (&c, Type::TEXT),
+                    (&r, Type::TEXT),
+                    (&list, Type::TEXT_ARRAY),
+                ],
+            )
+        })?;
+        let mut marked: std::collections::HashSet<String> =
+            rows.iter().map(|row| row.get::<_, String>(0)).collect();
+        Ok(list.iter().map(|id| marked.remove(id)).collect())
+    }
+
+    fn retract(&self, channel: &ChannelRef, id: MessageId) -> Result<bool> {
+        let (p, c, id) = (key(&channel.project), key(&channel.name), id.to_string());
+        let n = self.write("retract an entry", |tx| {
+            tx.execute_typed(
+                "UPDATE entries SET retracted = true WHERE project_key = $1 AND channel_key = $2 AND id = $3 AND NOT retracted",
+                &[(&p, Type::TEXT), (&c, Type::TEXT), (&id, Type::TEXT)],
+            )
+        })?;
+        Ok(n > 0)
+    }
+
+    fn channels(&self, project: &Name) -> Result<Vec<Name>> {
+        let p = key(project);
+        let rows = self.read("list channels", |c| {
+            c.query_typed(
+                "SELECT name FROM channels WHERE project_key = $1 ORDER BY key",
+                &[(&p, Type::TEXT)],
+            )
+        })?;
+        rows.iter().map(|r| name_of(r.get(0))).collect()
+    }
+
+    fn search_entries(&self, project: &Name, query: &str) -> Result<Listing> {
+        let p = key(project);
+        let q = tsquery(query);
+        let rows = self.read("search channels", |c| match &q {
+            Some(q) => c.query_typed(
+                &format!(
+                    "SELECT {ENTRY_COLS} FROM entries WHERE project_key = $1 AND NOT retracted \
+                     AND words @@ to_tsquery('simple', $2) ORDER BY channel_key, id"
+                ),
+                &[(&p, Type::TEXT), (q, Type::TEXT)],
+            ),
+            None => c.query_typed(
+                &format!(
+                    "SELECT {ENTRY_COLS} FROM entries WHERE project_key = $1 AND NOT retracted ORDER BY channel_key, id"
+                ),
+                &[(&p, Type::TEXT)],
+            ),
+        })?;
+        let mut listing = entries_listing(project.as_str(), &rows);
+        listing
+            .messages
+            .retain(|s| matches_query(&s.message, query));
+        Ok(listing)
+    }
+
+    fn entry(&self, channel: &ChannelRef, id: MessageId) -> Result<Option<Stored>> {
+        let id = id.to_string();
+        Ok(self
+            .entries_where(
+                "look up an entry",
+                channel,
+                "AND id = $3",
+                &[(&id, Type::TEXT)],
+            )?
+            .messages
+            .pop())
+    }
+}
+
+impl Sessions for PgStore {
+    fn watch(&self, mailbox: &Address) -> Result<Box<dyn Watch + Send>> {
+        let mut channels = vec![notify_channel(&self.schema, &mailbox_key(mailbox))];
+        if let Some(p) = mailbox.project() {
+            channels.push(notify_channel(&self.schema, &broadcast_key(p)));
+        }
+        Ok(Box::new(crate::watch::PgWatch::start(self, channels)?))
+    }
+
+    fn change_token(&self, mailbox: &Address) -> Result<String> {
+        let m = mailbox_key(mailbox);
+        let p = mailbox.project().map(key);
+        let row = self.read("read the change token", |c| {
+            c.query_typed_one(
+                "SELECT (SELECT generation FROM mailboxes WHERE key = $1), \
+                 (SELECT generation FROM channels WHERE project_key = $2 AND key = 'all')",
+                &[(&m, Type::TEXT), (&p, Type::TEXT)],
+            )
+        })?;
+        let part = |v: Option<i64>| v.map_or_else(|| "-".to_owned(), |g| g.to_string());
+        let mut token = format!("g{}", part(row.get(0)));
+        if p.is_some() {
+            token.push(':');
+            token.push_str(&part(row.get(1)));
+        }
+        Ok(token)
+    }
+
+    fn last_injected(&self, mailbox: &Address) -> Result<Option<String>> {
+        let m = mailbox_key(mailbox);
+        let row = self.read("read the injection mark", |c| {
+            c.query_typed_opt(
+                "SELECT injected FROM mailboxes WHERE key = $1",
+                &[(&m, Type::TEXT)],
+            )
+        })?;
+        Ok(row.and_then(|r| r.get::<_, Option<String>>(0)))
+    }
+
+    fn set_last_injected(&self, mailbox: &Address, token: &str) -> Result<()> {
+        let m = mailbox_key(mailbox);
+        let spelled = mailbox.to_string();
+        self.write("save the injection mark", |tx| {
+            tx.execute_typed(
+                "INSERT INTO mailboxes (key, address, injected) VALUES ($1, $2, $3) \
+                 ON CONFLICT (key) DO UPDATE SET injected = excluded.injected",
+                &[
+                    (&m, Type::TEXT),
+                    (&spelled, Type::TEXT),
+                    (&token, Type::TEXT),
+                ],
+            )
+        })?;
+        Ok(())
+    }
+
+    fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim> {
+        let m = mailbox_key(identity);
+        let row = self.write("record the checkout of an identity", |tx| {
+            tx.query_typed_opt(
+                "UPDATE mailboxes SET origin = coalesce(origin, $2) WHERE key = $1 RETURNING origin",
+                &[(&m, Type::TEXT), (&path, Type::TEXT)],
+            )
+        })?;
+        Ok(match row.and_then(|r| r.get::<_, Option<String>>(0)) {
+            Some(first) if first != path => OriginClaim::Other(first),
+            _ => OriginClaim::Same,
+        })
+    }
+}

@@ -1,0 +1,565 @@
+//! mailroom's PostgreSQL store: the same model as the file store, in tables, so agents on many
+//! machines share one mailroom through one server.
+//!
+//! Why the synchronous `postgres` crate: the core's `Store` is synchronous and every CLI
+//! command is a fresh process, so one blocking connection is the cheapest thing that works (the
+//! crate drives it on a small current-thread runtime of its own; no thread pool starts). A
+//! long-lived process (the MCP server) calls the store from many threads: [`PgStore`] keeps a
+//! few idle connections and opens another when all are busy, so calls never queue behind one
+//! connection. `wait`/`watch` hold one more connection each, for `LISTEN`.
+//!
+//! Invariants:
+//! - Every state change is one transaction; every conditional change (a move out of a state, an
+//!   edit while unread, a seen mark, a key claim, a retraction, an origin claim) is one
+//!   statement whose `WHERE` or `ON CONFLICT` decides it, so concurrent callers need no lock of
+//!   ours: PostgreSQL re-checks the condition on the row it locks.
+//! - The schema is created and upgraded by the embedded, append-only migrations in
+//!   `migrations/`, under a transaction-scoped advisory lock; a schema newer than this binary is
+//!   refused, never used.
+//! - No message ever names the password: every URL shown goes through [`shown_url`].
+
+mod codec;
+mod imp;
+pub mod testing;
+mod watch;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use mailroom_core::Error;
+use postgres::config::SslMode;
+use postgres::error::SqlState;
+use postgres::{Client, Config, NoTls, Transaction};
+
+/// The embedded migrations, in order: version N is `MIGRATIONS[N - 1]`. Append only.
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_initial.sql"),
+    include_str!("../migrations/0002_strict.sql"),
+];
+
+/// The schema version this binary writes and reads.
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Idle connections kept for reuse (a long-lived server); more are opened when all are busy.
+const KEEP_IDLE: usize = 4;
+
+/// How long a connection attempt may take when the URL does not say (`connect_timeout`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often a transaction that lost a deadlock or a serialization race is tried again.
+const ATTEMPTS: usize = 5;
+
+/// A store on a PostgreSQL database.
+pub struct PgStore {
+    config: Config,
+    /// The URL without its password: the only form ever shown.
+    shown: String,
+    /// The schema the tables are in (`current_schema()`), which keeps notification channels of
+    /// two mailrooms in one database apart.
+    schema: String,
+    idle: Mutex<Vec<Client>>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("url", &self.shown)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A message for a [`Error::Store`]'s source: the part of the sentence after the context.
+#[derive(Debug)]
+pub(crate) struct Msg(pub String);
+
+impl std::fmt::Display for Msg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Msg {}
+
+fn sentence(context: String, rest: String) -> Error {
+    Error::store(context, Msg(rest))
+}
+
+/// Whether `url` names a PostgreSQL store (rather than a directory).
+pub fn is_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// `config` as a URL without password or options: what every message shows.
+pub fn shown_url(config: &Config) -> String {
+    use postgres::config::Host;
+    let user = config.get_user().unwrap_or("");
+    let ports = config.get_ports();
+    let mut hosts = Vec::new();
+    let mut socket = None;
+    for (i, h) in config.get_hosts().iter().enumerate() {
+        match h {
+            Host::Tcp(name) => {
+                let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+                if name.contains(':') {
+                    hosts.push(format!("[{name}]:{port}"));
+                } else {
+                    hosts.push(format!("{name}:{port}"));
+                }
+            }
+            Host::Unix(path) => socket = Some(path.display().to_string()),
+        }
+    }
+    let at = if user.is_empty() {
+        String::new()
+    } else {
+        format!("{user}@")
+    };
+    let db = config.get_dbname().unwrap_or("");
+    let mut s = format!("postgres://{at}{}/{db}", hosts.join(","));
+    if let Some(path) = socket {
+        s.push_str(&format!("?host={path}"));
+    }
+    s
+}
+
+/// The password written in a raw URL or key=value string, if any, so that an error quoting the
+/// input can be scrubbed of it.
+fn password_in(raw: &str) -> Option<String> {
+    if let Some(rest) = raw.split_once("://").map(|(_, r)| r) {
+        let authority = rest.split(['/', '?']).next().unwrap_or("");
+        if let Some((userinfo, _)) = authority.rsplit_once('@')
+            && let Some((_, pw)) = userinfo.split_once(':')
+            && !pw.is_empty()
+        {
+            return Some(pw.to_owned());
+        }
+    }
+    raw.split(['?', '&', ' '])
+        .find_map(|kv| kv.strip_prefix("password="))
+        .filter(|pw| !pw.is_empty())
+        .map(str::to_owned)
+}
+
+/// `text` with every occurrence of the password of `raw` (and its percent-decoded form)
+/// replaced.
+fn scrub(text: &str, raw: &str) -> String {
+    match password_in(raw) {
+        Some(pw) => text.replace(&pw, "***"),
+        None => text.to_owned(),
+    }
+}
+
+/// `raw` (a URL as the user wrote it) with its password replaced by `***`: for messages that
+/// must quote what was written.
+pub fn redacted(raw: &str) -> String {
+    scrub(raw, raw)
+}
+
+/// Parses a PostgreSQL URL (or `key=value` string), adding mailroom's defaults.
+pub fn parse_url(raw: &str) -> Result<Config, Error> {
+    let mut config: Config = raw.parse().map_err(|e: postgres::Error| {
+        Error::Invalid(format!(
+            "the PostgreSQL URL is not valid ({}); write it as postgres://USER@HOST:PORT/DATABASE",
+            scrub(&e.to_string(), raw)
+        ))
+    })?;
+    if matches!(config.get_ssl_mode(), SslMode::Require) {
+        return Err(Error::Invalid(format!(
+            "{} asks for sslmode=require, but this mailroom connects without TLS; reach the server over a private network or an SSH tunnel and drop sslmode=require",
+            shown_url(&config)
+        )));
+    }
+    if config.get_hosts().is_empty() {
+        config.host("localhost");
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("mailroom");
+    }
+    Ok(config)
+}
+
+/// The sentence for a connection that could not be made.
+fn connect_error(shown: &str, config: &Config, e: &postgres::Error) -> Error {
+    if let Some(db) = e.as_db_error() {
+        let code = db.code();
+        if *code == SqlState::INVALID_PASSWORD
+            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+        {
+            return sentence(
+                format!("the PostgreSQL server at {shown} refused the login"),
+                format!(
+                    "{}; check the user and password of the URL (and the server's pg_hba.conf)",
+                    db.message()
+                ),
+            );
+        }
+        if *code == SqlState::INVALID_CATALOG_NAME {
+            let name = config.get_dbname().unwrap_or("");
+            return sentence(
+                format!("the database '{name}' does not exist on the PostgreSQL server at {shown}"),
+                format!("create it (createdb {name}) or correct the URL"),
+            );
+        }
+        return sentence(
+            format!("the PostgreSQL server at {shown} refused the connection"),
+            db.message().to_owned(),
+        );
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            let what = match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused".to_owned(),
+                std::io::ErrorKind::TimedOut => "no answer in time".to_owned(),
+                _ => io.to_string(),
+            };
+            return sentence(
+                format!("cannot reach the PostgreSQL server at {shown}"),
+                format!("{what}; start the server, or correct the host and port of the URL"),
+            );
+        }
+        source = s.source();
+    }
+    sentence(
+        format!("cannot connect to the PostgreSQL server at {shown}"),
+        format!("{e}; check that it runs and that the URL is right"),
+    )
+}
+
+/// Whether an error says the connection is gone: closed under us, or the server ending the
+/// session (`pg_terminate_backend`, a shutdown: its FATAL can arrive as the answer to the next
+/// query, before the client sees the socket close), or a connection failure (class 08).
+pub(crate) fn is_lost(e: &postgres::Error) -> bool {
+    e.is_closed()
+        || e.code().is_some_and(|c| {
+            *c == SqlState::ADMIN_SHUTDOWN
+                || *c == SqlState::CRASH_SHUTDOWN
+                || *c == SqlState::CANNOT_CONNECT_NOW
+                || c.code().starts_with("08")
+        })
+}
+
+/// Whether an error says the transaction lost a race PostgreSQL resolved by aborting it.
+fn is_retryable(e: &postgres::Error) -> bool {
+    matches!(
+        e.code(),
+        Some(c) if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED
+    )
+}
+
+/// What a failed transaction may have left.
+enum Failure {
+    /// Nothing was committed: the whole transaction is gone.
+    NotDone(postgres::Error),
+    /// The connection broke while the commit was in flight: it may or may not have happened.
+    Unconfirmed(postgres::Error),
+}
+
+impl PgStore {
+    /// Opens the store at `url`: connects once, checks (and if needed creates or upgrades) the
+    /// schema, and keeps the connection for the first call.
+    pub fn open(url: &str) -> Result<PgStore, Error> {
+        PgStore::open_config(parse_url(url)?)
+    }
+
+    pub fn open_config(config: Config) -> Result<PgStore, Error> {
+        let shown = shown_url(&config);
+        let mut client = config
+            .connect(NoTls)
+            .map_err(|e| connect_error(&shown, &config, &e))?;
+        let schema = migrate(&mut client, &shown)?;
+        Ok(PgStore {
+            config,
+            shown,
+            schema,
+            idle: Mutex::new(vec![client]),
+        })
+    }
+
+    /// The URL without its password.
+    pub fn url(&self) -> &str {
+        &self.shown
+    }
+
+    /// The schema the tables are in.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// The database's name.
+    pub fn database(&self) -> &str {
+        self.config.get_dbname().unwrap_or("")
+    }
+
+    /// Whether `other` is the very same mailroom (server, database and schema).
+    pub fn same_as(&self, other: &PgStore) -> bool {
+        self.shown == other.shown && self.schema == other.schema
+    }
+
+    fn connect(&self) -> Result<Client, Error> {
+        self.config
+            .connect(NoTls)
+            .map_err(|e| connect_error(&self.shown, &self.config, &e))
+    }
+
+    fn take(&self) -> Result<Client, Error> {
+        let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
+        match idle {
+            Some(c) if !c.is_closed() => Ok(c),
+            _ => self.connect(),
+        }
+    }
+
+    fn give(&self, client: Client) {
+        if client.is_closed() {
+            return;
+        }
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < KEEP_IDLE
+        {
+            idle.push(client);
+        }
+    }
+
+    pub(crate) fn failed(&self, what: &str, e: &postgres::Error) -> Error {
+        if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+            let user = self.config.get_user().unwrap_or("");
+            return Error::Refused(format!(
+                "the PostgreSQL role '{user}' may not {what} here: in strict mode a role acts only as the identities given to it; connect with that identity's role (see `mailroom role`)"
+            ));
+        }
+        if is_lost(e) {
+            return sentence(
+                format!(
+                    "the connection to the PostgreSQL server at {} broke while it was asked to {what}",
+                    self.shown
+                ),
+                "nothing was changed; check the server and run the command again".to_owned(),
+            );
+        }
+        sentence(
+            format!("the PostgreSQL server at {} failed to {what}", self.shown),
+            e.to_string(),
+        )
+    }
+
+    /// Runs a read, again on a fresh connection when the one it had turned out to be closed (a
+    /// pooled connection the server dropped while idle).
+    pub(crate) fn read<T>(
+        &self,
+        what: &str,
+        mut f: impl FnMut(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, Error> {
+        let mut client = self.take()?;
+        match f(&mut client) {
+            Ok(v) => {
+                self.give(client);
+                Ok(v)
+            }
+            Err(e) if client.is_closed() || is_lost(&e) => {
+                let mut fresh = self.connect()?;
+                let v = f(&mut fresh).map_err(|e| self.failed(what, &e))?;
+                self.give(fresh);
+                Ok(v)
+            }
+            Err(e) => {
+                self.give(client);
+                Err(self.failed(what, &e))
+            }
+        }
+    }
+
+    /// Runs `f` in one transaction and commits it. A transaction PostgreSQL aborted to resolve
+    /// a deadlock or serialization race is run again; so is one whose connection broke before
+    /// the commit was sent (the server rolled it back). A connection lost during the commit is
+    /// reported as unconfirmed: the change may or may not have happened.
+    pub(crate) fn write<T>(
+        &self,
+        what: &str,
+        mut f: impl FnMut(&mut Transaction<'_>) -> Result<T, postgres::Error>,
+    ) -> Result<T, Error> {
+        let mut reconnected = false;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut client = self.take()?;
+            match run_transaction(&mut client, &mut f) {
+                Ok(v) => {
+                    self.give(client);
+                    return Ok(v);
+                }
+                Err(Failure::NotDone(e)) if (is_lost(&e) || client.is_closed()) && !reconnected => {
+                    reconnected = true;
+                }
+                Err(Failure::NotDone(e)) if is_retryable(&e) && attempt < ATTEMPTS => {
+                    self.give(client);
+                }
+                Err(Failure::NotDone(e)) => {
+                    self.give(client);
+                    return Err(self.failed(what, &e));
+                }
+                Err(Failure::Unconfirmed(e)) => {
+                    return Err(sentence(
+                        format!(
+                            "the connection to the PostgreSQL server at {} broke while it was asked to {what}",
+                            self.shown
+                        ),
+                        format!(
+                            "the request reached it but no answer came back ({e}), so it may or may not have happened; look before doing it again (a send: check the outbox, or send again with the same --key)"
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+fn run_transaction<T>(
+    client: &mut Client,
+    f: &mut impl FnMut(&mut Transaction<'_>) -> Result<T, postgres::Error>,
+) -> Result<T, Failure> {
+    let mut tx = client.transaction().map_err(Failure::NotDone)?;
+    let v = f(&mut tx).map_err(Failure::NotDone)?;
+    match tx.commit() {
+        Ok(()) => Ok(v),
+        Err(e) if is_lost(&e) || e.code().is_none() => Err(Failure::Unconfirmed(e)),
+        Err(e) => Err(Failure::NotDone(e)),
+    }
+}
+
+/// A stable 64-bit hash (FNV-1a): the same on every machine and every build, for names
+/// derived from data (notification channels, the advisory lock).
+pub(crate) fn fnv(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`] and returns the schema's name. The quick path (the
+/// schema is current) is one query; otherwise every step runs in one transaction holding an
+/// advisory lock, so two processes starting at once apply each migration once.
+fn migrate(client: &mut Client, shown: &str) -> Result<String, Error> {
+    let failed = |e: postgres::Error| {
+        sentence(
+            format!("the PostgreSQL server at {shown} failed to check mailroom's schema"),
+            e.to_string(),
+        )
+    };
+    let row = client
+        .query_one(
+            "SELECT current_schema(), CASE WHEN to_regclass('mailroom_schema') IS NULL THEN NULL \
+             ELSE (SELECT 0) END",
+            &[],
+        )
+        .map_err(failed)?;
+    let schema: Option<String> = row.get(0);
+    let Some(schema) = schema else {
+        return Err(sentence(
+            format!("the database at {shown} has no schema to create mailroom's tables in"),
+            "create one (CREATE SCHEMA) or set the search_path of the role".to_owned(),
+        ));
+    };
+    let has_table: Option<i32> = row.get(1);
+    if has_table.is_some() {
+        let version: Option<i32> = client
+            .query_one("SELECT max(version) FROM mailroom_schema", &[])
+            .map_err(failed)?
+            .get(0);
+        let version = version.unwrap_or(0);
+        if version == SCHEMA_VERSION {
+            return Ok(schema);
+        }
+        check_not_newer(version, shown)?;
+    }
+    let lock = i64::from_ne_bytes(fnv(&format!("mailroom schema {schema}")).to_ne_bytes());
+    let mut tx = client.transaction().map_err(failed)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&lock])
+        .map_err(failed)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS mailroom_schema (
+            version integer PRIMARY KEY,
+            applied timestamptz NOT NULL DEFAULT now()
+        )",
+    )
+    .map_err(|e| {
+        sentence(
+            format!("the PostgreSQL server at {shown} refused to create mailroom's tables"),
+            format!(
+                "{e}; the role needs CREATE on schema {schema} (see the least privilege in docs/POSTGRES.md)"
+            ),
+        )
+    })?;
+    let version: Option<i32> = tx
+        .query_one("SELECT max(version) FROM mailroom_schema", &[])
+        .map_err(failed)?
+        .get(0);
+    let version = version.unwrap_or(0);
+    check_not_newer(version, shown)?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        let n = i as i32 + 1;
+        tx.batch_execute(sql).map_err(|e| {
+            sentence(
+                format!("the PostgreSQL server at {shown} refused mailroom's schema migration {n}"),
+                e.to_string(),
+            )
+        })?;
+        tx.execute("INSERT INTO mailroom_schema (version) VALUES ($1)", &[&n])
+            .map_err(failed)?;
+    }
+    tx.commit().map_err(failed)?;
+    Ok(schema)
+}
+
+fn check_not_newer(version: i32, shown: &str) -> Result<(), Error> {
+    if version > SCHEMA_VERSION {
+        return Err(sentence(
+            format!(
+                "the database at {shown} holds mailroom schema version {version}, newer than this mailroom's {SCHEMA_VERSION}"
+            ),
+            "upgrade mailroom on this machine; it will not read or write a schema it does not know"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shown_urls_never_carry_the_password() {
+        let c = parse_url("postgres://alice:s3cret@db.example:6543/mail?sslmode=disable").unwrap();
+        assert_eq!(shown_url(&c), "postgres://alice@db.example:6543/mail");
+        let c = parse_url("host=h user=u password=pw dbname=d").unwrap();
+        assert_eq!(shown_url(&c), "postgres://u@h:5432/d");
+    }
+
+    #[test]
+    fn a_bad_url_is_invalid_without_its_password() {
+        let e = parse_url("postgres://alice:s3cret@host:notaport/db").unwrap_err();
+        let text = e.to_string();
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("not valid"), "{text}");
+        assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid);
+    }
+
+    #[test]
+    fn scrub_finds_passwords_in_both_forms() {
+        assert_eq!(
+            password_in("postgres://u:p%40ss@h/d").as_deref(),
+            Some("p%40ss")
+        );
+        assert_eq!(
+            password_in("host=h password=x1 user=u").as_deref(),
+            Some("x1")
+        );
+        assert_eq!(password_in("postgres://u@h/d"), None);
+    }
+}

@@ -1,0 +1,351 @@
+//! What a shared server adds to the contract: migrations raced by several processes, a schema
+//! newer than the binary, connections the server drops, and a send that is atomic across its
+//! recipients. Each test has a schema of its own on the test server.
+
+#![allow(
+    clippy::expect_used,
+    clippy::unwrap_used,
+    reason = "tests: a failed step must fail the test"
+)]
+
+use std::time::Duration;
+
+use mailroom_core::store::{Mailboxes, Sessions};
+use mailroom_core::{Address, Kind, Message, MessageId, Priority, Store};
+use mailroom_store_pg::PgStore;
+use mailroom_store_pg::testing::TestDb;
+
+fn addr(s: &str) -> Address {
+    Address::parse_canonical(s).unwrap()
+}
+
+fn message(from: &str, to: &[&str], body: &str) -> Message {
+    let id = MessageId::generate();
+    Message {
+        id,
+        from: addr(from),
+        to: to.iter().map(|t| addr(t)).collect(),
+        subject: body.into(),
+        body: body.into(),
+        kind: Kind::Info,
+        priority: Priority::Medium,
+        date: id.timestamp(),
+        reply_to: None,
+        thread: id,
+        revision: 1,
+        edited: None,
+        channel: None,
+    }
+}
+
+/// This test's URL with a connection name of its own, so it can cut exactly its connections.
+fn named_url(db: &TestDb, name: &str) -> String {
+    format!("{}&application_name={name}_{}", db.url(), db.schema())
+}
+
+fn cut(db: &TestDb, name: &str) -> i64 {
+    db.admin()
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t",
+            &[&format!("{name}_{}", db.schema())],
+        )
+        .unwrap()
+        .get(0)
+}
+
+#[test]
+fn processes_starting_at_once_apply_each_migration_once() {
+    let Some(db) = TestDb::create("migrations_race") else {
+        return;
+    };
+    let url = db.url();
+    let opened: Vec<_> = (0..6)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || PgStore::open(&url).map(|_| ()))
+        })
+        .collect();
+    for t in opened {
+        t.join().unwrap().expect("every starter opens the store");
+    }
+    let mut admin = db.admin();
+    let rows = admin
+        .query(
+            &format!(
+                "SELECT version FROM {}.mailroom_schema ORDER BY version",
+                db.schema()
+            ),
+            &[],
+        )
+        .unwrap();
+    let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(
+        versions,
+        (1..=mailroom_store_pg::SCHEMA_VERSION).collect::<Vec<_>>(),
+        "each migration applied once"
+    );
+}
+
+#[test]
+fn a_schema_newer_than_the_binary_is_refused() {
+    let Some(db) = TestDb::create("newer_schema") else {
+        return;
+    };
+    PgStore::open(&db.url()).expect("first open creates the schema");
+    db.admin()
+        .batch_execute(&format!(
+            "INSERT INTO {}.mailroom_schema (version) VALUES (999)",
+            db.schema()
+        ))
+        .unwrap();
+    let e = PgStore::open(&db.url()).expect_err("a newer schema is refused");
+    let text = e.to_string();
+    assert!(
+        text.contains("schema version 999, newer than this mailroom's")
+            && text.contains("upgrade mailroom"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_connection_the_server_dropped_is_replaced_for_reads_and_writes() {
+    let Some(db) = TestDb::create("dropped_connection") else {
+        return;
+    };
+    let store = PgStore::open(&named_url(&db, "dropped")).unwrap();
+    let first = message("alice@web", &["bob@web"], "before the cut");
+    store.deliver_all(&first.to, &first).unwrap();
+    assert!(cut(&db, "dropped") >= 1, "the idle connection was cut");
+    let listing = store.pending(&addr("bob@web")).expect("a read reconnects");
+    assert_eq!(listing.messages.len(), 1);
+    assert!(cut(&db, "dropped") >= 1);
+    let second = message("alice@web", &["bob@web", "carol@web"], "after the cut");
+    let d = store
+        .deliver_all(&second.to, &second)
+        .expect("a send on a dropped connection runs again on a new one");
+    assert_eq!(d.new, vec![true, true]);
+    assert_eq!(store.pending(&addr("bob@web")).unwrap().messages.len(), 2);
+    assert_eq!(store.pending(&addr("carol@web")).unwrap().messages.len(), 1);
+}
+
+#[test]
+fn a_watch_whose_connection_was_cut_wakes_and_the_next_look_finds_the_mail() {
+    let Some(db) = TestDb::create("watch_cut") else {
+        return;
+    };
+    let store = PgStore::open(&named_url(&db, "watcher")).unwrap();
+    let sender = PgStore::open(&named_url(&db, "sender")).unwrap();
+    let bob = addr("bob@web");
+    let mut watch = store.watch(&bob).unwrap();
+    assert!(
+        !watch.wait(Some(Duration::from_millis(50))).unwrap(),
+        "nothing yet"
+    );
+    assert!(cut(&db, "watcher") >= 1, "the LISTEN connection was cut");
+    // Sent while the watch is disconnected: its notification is lost, not its mail.
+    let m = message("alice@web", &["bob@web"], "while you were away");
+    sender.deliver_all(&m.to, &m).unwrap();
+    assert!(
+        watch.wait(Some(Duration::from_secs(30))).unwrap(),
+        "a broken connection wakes the watch"
+    );
+    let pending = store.pending(&bob).unwrap();
+    assert_eq!(pending.messages[0].message.id, m.id);
+    // Listening again: the next send wakes it as usual.
+    let n = message("alice@web", &["bob@web"], "and again");
+    sender.deliver_all(&n.to, &n).unwrap();
+    assert!(watch.wait(Some(Duration::from_secs(30))).unwrap());
+    assert_eq!(store.describe(), store.url());
+}
+
+#[test]
+fn a_send_that_fails_in_its_middle_leaves_no_copy_and_no_trace() {
+    let Some(db) = TestDb::create("atomic_send") else {
+        return;
+    };
+    let store = PgStore::open(&db.url()).unwrap();
+    // A constraint the server enforces on the second recipient only: its mailbox row refuses
+    // the generation bump, so the transaction fails after the first copy was inserted.
+    db.admin()
+        .batch_execute(&format!(
+            "ALTER TABLE {s}.mailboxes ADD CONSTRAINT no_zed CHECK (key <> 'zed@web')",
+            s = db.schema()
+        ))
+        .unwrap();
+    let m = message("alice@web", &["bob@web", "zed@web"], "all or nothing");
+    let e = store.deliver_all(&m.to, &m).expect_err("the send fails");
+    assert!(e.to_string().contains("failed to confirm the send"), "{e}");
+    assert!(store.pending(&addr("bob@web")).unwrap().messages.is_empty());
+    assert!(store.outbox(&addr("alice@web")).unwrap().is_empty());
+}
+
+/// Runs `f(i)` on `n` threads at once, each with its own connection, and returns the results.
+fn race<T: Send + 'static>(
+    url: &str,
+    n: usize,
+    f: impl Fn(&PgStore, usize) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let f = std::sync::Arc::new(f);
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(n));
+    let threads: Vec<_> = (0..n)
+        .map(|i| {
+            let (url, f, barrier) = (url.to_owned(), f.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let store = PgStore::open(&url).unwrap();
+                barrier.wait();
+                f(&store, i)
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[test]
+fn racing_connections_each_win_a_conditional_change_at_most_once() {
+    use mailroom_core::State;
+    use mailroom_core::message::ChannelRef;
+    use mailroom_core::store::{Channels, KeyClaim};
+    let Some(db) = TestDb::create("races") else {
+        return;
+    };
+    let url = db.url();
+    let store = PgStore::open(&url).unwrap();
+    let bob = addr("bob@web");
+    let m = message("alice@web", &["bob@web"], "contended");
+    store.deliver_all(&m.to, &m).unwrap();
+    let id = m.id;
+
+    // Readers moving it to read race senders cancelling it and editing it: one move wins.
+    let outcomes = race(&url, 8, move |s, i| {
+        let bob = addr("bob@web");
+        match i % 3 {
+            0 => (
+                "read",
+                s.transition(&bob, &[(id, State::Unread)], State::Read)
+                    .unwrap()[0],
+            ),
+            1 => (
+                "cancel",
+                s.transition(&bob, &[(id, State::Unread)], State::Cancelled)
+                    .unwrap()[0],
+            ),
+            _ => {
+                let mut edited = s.get(&bob, id).unwrap().unwrap().message;
+                edited.revision += 1;
+                edited.body = format!("edit {i}");
+                ("edit", s.replace_unread(&bob, &edited).unwrap())
+            }
+        }
+    });
+    let moves = outcomes
+        .iter()
+        .filter(|(k, won)| *k != "edit" && *won)
+        .count();
+    assert_eq!(moves, 1, "exactly one move out of unread: {outcomes:?}");
+    let now = store.get(&bob, id).unwrap().unwrap();
+    assert_ne!(now.state, State::Unread);
+
+    // Seen marks: of 8 readers as one member, exactly one marks each entry.
+    let all = ChannelRef::parse_canonical("all@web").unwrap();
+    let mut post = message("alice@web", &[], "broadcast");
+    post.to.clear();
+    post.channel = Some(all.clone());
+    store.append(&all, &post).unwrap();
+    let pid = post.id;
+    let marks = race(&url, 8, move |s, _| {
+        let all = ChannelRef::parse_canonical("all@web").unwrap();
+        let carol = mailroom_core::Name::parse("carol").unwrap();
+        s.mark_seen(&all, &carol, &[pid]).unwrap()[0]
+    });
+    assert_eq!(marks.iter().filter(|&&b| b).count(), 1, "{marks:?}");
+
+    // Idempotency keys: one claimant, every other learns its id.
+    let claims = race(&url, 8, move |s, i| {
+        let me = addr("alice@web");
+        let mine = MessageId::generate();
+        (mine, s.claim_key(&me, "deploy-42", mine).unwrap(), i)
+    });
+    let winners: Vec<MessageId> = claims
+        .iter()
+        .filter(|(_, c, _)| *c == KeyClaim::Claimed)
+        .map(|(id, _, _)| *id)
+        .collect();
+    assert_eq!(winners.len(), 1, "{claims:?}");
+    assert!(
+        claims
+            .iter()
+            .all(|(_, c, _)| matches!(c, KeyClaim::Claimed) || *c == KeyClaim::Existing(winners[0]))
+    );
+
+    // Sends naming the same recipients in opposite orders do not deadlock and lose nothing.
+    let sent = race(&url, 8, |s, i| {
+        let to: &[&str] = if i % 2 == 0 {
+            &["x@web", "y@web", "z@web"]
+        } else {
+            &["z@web", "y@web", "x@web"]
+        };
+        let mut ok = 0;
+        for n in 0..20 {
+            let m = message("alice@web", to, &format!("{i} {n}"));
+            if s.deliver_all(&m.to, &m).is_ok() {
+                ok += 1;
+            }
+        }
+        ok
+    });
+    assert_eq!(sent.iter().sum::<i32>(), 160);
+    for r in ["x@web", "y@web", "z@web"] {
+        assert_eq!(store.pending(&addr(r)).unwrap().messages.len(), 160, "{r}");
+    }
+}
+
+#[test]
+fn a_strict_role_cannot_widen_its_identities_with_tables_of_its_own() {
+    let Some(db) = TestDb::create("strict_shadowing") else {
+        return;
+    };
+    let store = PgStore::open(&db.url()).unwrap();
+    let secret = message("HUMAN", &["bob@web"], "for bob only");
+    store.deliver_all(&secret.to, &secret).unwrap();
+    let role = format!(
+        "mr_shadow_{}",
+        db.schema().trim_start_matches("mailroom_test_")
+    );
+    let s = db.schema();
+    let mut admin = db.admin();
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE \"{role}\" LOGIN;
+             GRANT USAGE ON SCHEMA \"{s}\" TO \"{role}\";
+             GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA \"{s}\" TO \"{role}\";
+             GRANT USAGE ON SEQUENCE \"{s}\".moves TO \"{role}\";
+             INSERT INTO \"{s}\".identities (role, mailbox) VALUES ('{role}', 'alice@web');"
+        ))
+        .unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let config = mailroom_store_pg::parse_url(&db.url_as(&role)).unwrap();
+        let mut agent = config.connect(postgres::NoTls).unwrap();
+        // A temporary `identities` claiming bob's mailbox, searched before the schema's.
+        agent
+            .batch_execute(
+                "CREATE TEMP TABLE identities (role name, mailbox text);
+                 INSERT INTO identities VALUES (current_user, 'bob@web'), (current_user, 'human');",
+            )
+            .unwrap();
+        let seen: i64 = agent
+            .query_one("SELECT count(*) FROM copies", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(seen, 0, "bob's mail stays invisible");
+        let raised = agent.batch_execute("INSERT INTO mailroom_schema (version) VALUES (999)");
+        assert!(raised.is_err(), "the schema version is the owner's");
+        let widened = agent.batch_execute(&format!(
+            "INSERT INTO \"{s}\".identities VALUES (current_user, 'bob@web')"
+        ));
+        assert!(widened.is_err(), "identities are the owner's");
+    }));
+    let _ = admin.batch_execute(&format!("DROP OWNED BY \"{role}\"; DROP ROLE \"{role}\""));
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}

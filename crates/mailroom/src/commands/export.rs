@@ -1,0 +1,104 @@
+//! `export --to URL|DIR`: the whole mailroom copied into another store, with progress on a
+//! terminal and one summary.
+
+use std::io::IsTerminal as _;
+
+use anyhow::Result;
+use mailroom_core::{Error, Store};
+use mailroom_store_fs::FsStore;
+use mailroom_store_pg::PgStore;
+use serde_json::json;
+
+use crate::context::{AnyStore, Ctx};
+use crate::output;
+
+pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
+    let me = ctx.me()?;
+    let to = to.trim();
+    if to.is_empty() || to.starts_with('-') {
+        return Err(Error::Invalid(format!(
+            "--to '{to}' names no mailroom; give a postgres:// URL or a directory (./{to} if that is really its name)"
+        ))
+        .into());
+    }
+    let same = || {
+        Error::Invalid(format!(
+            "--to names this very mailroom ({}); give another one",
+            ctx.store.describe()
+        ))
+    };
+    let target: Box<dyn Store> = if mailroom_store_pg::is_url(to) {
+        let pg = PgStore::open(to)?;
+        if let AnyStore::Pg(source) = &ctx.store
+            && source.same_as(&pg)
+        {
+            return Err(same().into());
+        }
+        Box::new(pg)
+    } else if to.contains("://") {
+        return Err(Error::Invalid(format!(
+            "--to '{}' is not a PostgreSQL URL; write postgres://USER@HOST:PORT/DATABASE or a directory",
+            mailroom_store_pg::redacted(to)
+        ))
+        .into());
+    } else {
+        let dir = std::path::absolute(to)
+            .map_err(|e| Error::Invalid(format!("--to {to} is not a usable path: {e}")))?;
+        if let AnyStore::Fs(source) = &ctx.store
+            && source.home() == dir
+        {
+            return Err(same().into());
+        }
+        Box::new(FsStore::new(dir))
+    };
+    let terminal = std::io::stderr().is_terminal() && !ctx.json;
+    let mut progress = |step: &str| {
+        if terminal {
+            eprint!("\r\x1b[Kexporting: {step}");
+        }
+    };
+    let done = ctx
+        .mailroom()
+        .export_to(&me, target.as_ref(), &mut progress)?;
+    if terminal {
+        eprint!("\r\x1b[K");
+    }
+    let damaged: Vec<String> = done
+        .damaged
+        .iter()
+        .map(|d| format!("not copied: {} ({})", d.location, d.problem))
+        .collect();
+    if ctx.json {
+        output::print_json(&json!({
+            "to": target.describe(),
+            "projects": {"total": done.projects, "new": done.projects_new},
+            "members": {"total": done.members, "new": done.members_new},
+            "mailboxes": done.mailboxes,
+            "copies": {"total": done.copies, "new": done.copies_new},
+            "outbox": {"total": done.traces, "new": done.traces_new},
+            "entries": {"total": done.entries, "new": done.entries_new},
+            "seen": {"total": done.seen, "new": done.seen_new},
+            "not_copied": damaged,
+        }));
+    } else {
+        output::notices(&damaged);
+        crate::outln!(
+            "exported to {}: {} projects ({} new), {} members ({} new), {} copies in {} mailboxes ({} new or moved), {} outbox traces ({} new), {} channel entries ({} new), {} seen marks ({} new)",
+            target.describe(),
+            done.projects,
+            done.projects_new,
+            done.members,
+            done.members_new,
+            done.copies,
+            done.mailboxes,
+            done.copies_new,
+            done.traces,
+            done.traces_new,
+            done.entries,
+            done.entries_new,
+            done.seen,
+            done.seen_new
+        );
+    }
+    Ok(())
+}

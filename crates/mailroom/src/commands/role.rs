@@ -1,0 +1,74 @@
+//! `role ADDRESS [--name NAME]`: the SQL that creates a PostgreSQL role acting only as ADDRESS
+//! in this mailroom (strict mode). Printed, never run: the operator runs it as the tables' owner.
+
+use anyhow::Result;
+use mailroom_core::{Address, AddressSpec, Error, Name};
+
+use crate::context::{AnyStore, Ctx};
+
+pub fn role(ctx: &mut Ctx, address: &str, name: Option<&str>) -> Result<()> {
+    let AnyStore::Pg(pg) = &ctx.store else {
+        return Err(Error::Invalid(
+            "roles are for a PostgreSQL mailroom; give its URL (--url or MAILROOM_URL)".into(),
+        )
+        .into());
+    };
+    let spec = AddressSpec::parse(address).map_err(|source| Error::InvalidAddress {
+        input: address.to_owned(),
+        source,
+    })?;
+    if spec.is_human() {
+        return Err(Error::Invalid(
+            "HUMAN is the operator's identity: the operator connects as the owner of mailroom's tables, not as a role made here".into(),
+        )
+        .into());
+    }
+    let Some(project) = spec.project else {
+        return Err(Error::Invalid(format!(
+            "write the identity in full, as {address}@PROJECT: a role acts for one mailbox"
+        ))
+        .into());
+    };
+    let address = Address::in_project(spec.handle, project);
+    let role = match name {
+        Some(n) => Name::parse(n)
+            .map_err(|source| Error::InvalidName {
+                what: "role",
+                input: n.to_owned(),
+                source,
+            })?
+            .as_str()
+            .to_ascii_lowercase(),
+        None => format!(
+            "mr_{}_{}",
+            address.handle.as_str().to_ascii_lowercase(),
+            address
+                .project()
+                .map(|p| p.as_str().to_ascii_lowercase())
+                .unwrap_or_default()
+        ),
+    };
+    if role.len() > 63 {
+        return Err(Error::Invalid(format!(
+            "the role name '{role}' is over PostgreSQL's 63 characters; choose one with --name"
+        ))
+        .into());
+    }
+    // Names follow [A-Za-z0-9][A-Za-z0-9._-]*: safe inside double and single quotes.
+    let schema = pg.schema();
+    let db = pg.database();
+    let key = address.to_string().to_ascii_lowercase();
+    crate::outln!(
+        "-- A PostgreSQL role that acts only as {address} in the mailroom at {url} (schema {schema}).
+-- Run it as the owner of mailroom's tables, e.g. psql URL -f FILE; then give the agent
+-- postgres://{role}@HOST:PORT/{db} and a password (ALTER ROLE \"{role}\" PASSWORD '...').
+CREATE ROLE \"{role}\" LOGIN;
+GRANT CONNECT ON DATABASE \"{db}\" TO \"{role}\";
+GRANT USAGE ON SCHEMA \"{schema}\" TO \"{role}\";
+GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA \"{schema}\" TO \"{role}\";
+GRANT USAGE ON SEQUENCE \"{schema}\".moves TO \"{role}\";
+INSERT INTO \"{schema}\".identities (role, mailbox) VALUES ('{role}', '{key}') ON CONFLICT DO NOTHING;",
+        url = pg.url()
+    );
+    Ok(())
+}

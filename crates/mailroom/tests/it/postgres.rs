@@ -1,0 +1,885 @@
+//! The same CLI on a PostgreSQL store: `MAILROOM_URL`, `--url` or `url` in `.mailroom.toml`
+//! point every command at the database, and nothing is written to the file home. Each test has
+//! a schema of its own on the test server (see `mailroom_store_pg::testing`).
+
+use std::process::{Command, Stdio};
+
+use mailroom_store_pg::testing::TestDb;
+use serde_json::{Value, json};
+
+use crate::support::{BIN, Home};
+
+/// A temporary home whose commands all run against a fresh PostgreSQL mailroom.
+struct PgHome {
+    home: Home,
+    db: TestDb,
+}
+
+impl PgHome {
+    fn new(test: &str) -> Option<PgHome> {
+        Some(PgHome {
+            db: TestDb::create(test)?,
+            home: Home::new(),
+        })
+    }
+
+    fn as_(&self, who: &str, args: &[&str]) -> crate::support::TestCommand {
+        let mut c = self.home.as_(who, args);
+        c.env("MAILROOM_URL", self.db.url());
+        c
+    }
+
+    fn send(&self, from: &str, to: &str, body: &str) -> String {
+        let v = self
+            .as_(from, &["--json", "send", "--to", to, "--message", body])
+            .json();
+        v["id"].as_str().expect("an id").to_owned()
+    }
+
+    fn assert_no_file_home(&self) {
+        assert!(
+            !self.home.path().exists(),
+            "a PostgreSQL mailroom writes nothing to the file home"
+        );
+    }
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+#[test]
+fn send_inbox_read_reply_and_done_go_through_the_database() {
+    let Some(h) = PgHome::new("send_inbox_read_reply") else {
+        return;
+    };
+    let first = h.send("alice@web", "bob", "is the API frozen?");
+    let second = h.send("alice@web", "bob", "second question");
+    let inbox = h
+        .as_("bob@web", &["--json", "inbox", "--limit", "1"])
+        .json();
+    assert_eq!(ids(&inbox), vec![first.clone()]);
+    assert_eq!(inbox["messages"][0]["state"], "unread", "the state before");
+    let read = h.as_("bob@web", &["--json", "read", &second]).json();
+    assert_eq!(read["messages"][0]["body"], "second question", "{read}");
+    h.as_("bob@web", &["reply", &first, "--message", "yes, frozen"])
+        .ok();
+    let alice = h.as_("alice@web", &["--json", "inbox"]).json();
+    assert_eq!(alice["messages"][0]["body"], "yes, frozen");
+    assert_eq!(alice["messages"][0]["thread"], first.as_str());
+    h.as_("bob@web", &["done", &second]).ok();
+    let left = h.as_("bob@web", &["--json", "inbox"]).json();
+    assert!(
+        ids(&left).is_empty(),
+        "replied and done: nothing pending: {left}"
+    );
+    let found = h.as_("bob@web", &["--json", "search", "FROZEN"]).json();
+    assert!(
+        found.to_string().contains("is the API frozen?"),
+        "search reaches the archive: {found}"
+    );
+    let outbox = h.as_("alice@web", &["--json", "outbox"]).json();
+    assert!(outbox.to_string().contains(&second), "{outbox}");
+    h.assert_no_file_home();
+}
+
+#[test]
+fn edit_and_cancel_reach_only_unread_copies() {
+    let Some(h) = PgHome::new("edit_and_cancel") else {
+        return;
+    };
+    let id = h.send("alice@web", "bob", "port 8080");
+    h.as_("alice@web", &["edit", &id, "--message", "port 9090"])
+        .ok();
+    let read = h.as_("bob@web", &["--json", "read", &id]).json();
+    assert_eq!(read["messages"][0]["body"], "port 9090", "{read}");
+    assert_eq!(read["messages"][0]["revision"], 2, "{read}");
+    let refused = h.as_("alice@web", &["cancel", &id]).fails(4);
+    assert!(
+        refused.stderr.contains("already read"),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+fn broadcasts_and_channels_are_shared_by_every_member() {
+    let Some(h) = PgHome::new("broadcasts_and_channels") else {
+        return;
+    };
+    for who in ["alice", "bob", "carol"] {
+        h.as_("HUMAN", &["--project", "web", "roster", "add", who])
+            .ok();
+    }
+    h.as_("alice@web", &["send", "--broadcast", "-m", "deploy at 5"])
+        .ok();
+    let bob = h.as_("bob@web", &["--json", "inbox"]).json();
+    assert_eq!(bob["messages"][0]["body"], "deploy at 5");
+    let again = h.as_("bob@web", &["--json", "inbox"]).json();
+    assert!(ids(&again).is_empty(), "a broadcast is shown once: {again}");
+    let carol = h.as_("carol@web", &["--json", "inbox"]).json();
+    assert_eq!(carol["messages"][0]["body"], "deploy at 5");
+    h.as_(
+        "alice@web",
+        &["channel", "post", "run-7", "-m", "step 1 done"],
+    )
+    .ok();
+    let run = h
+        .as_("bob@web", &["--json", "channel", "read", "run-7"])
+        .json();
+    assert!(run.to_string().contains("step 1 done"), "{run}");
+    let list = h.as_("bob@web", &["channel", "list"]).stdout();
+    assert!(list.contains("run-7"), "{list}");
+    h.assert_no_file_home();
+}
+
+#[test]
+fn the_hooks_change_token_says_nothing_new_until_mail_arrives() {
+    let Some(h) = PgHome::new("hooks_change_token") else {
+        return;
+    };
+    let cwd = h.home.root().join("src").join("web");
+    std::fs::create_dir_all(cwd.join(".git")).expect("a checkout");
+    let cwd = cwd.to_string_lossy().into_owned();
+    h.send("api@default", "web", "users.email is now unique");
+    let hook = |event: &str| {
+        h.home
+            .cmd(["hook", "claude", event])
+            .env("MAILROOM_URL", h.db.url())
+            .stdin(json!({"hook_event_name": event, "cwd": cwd}).to_string())
+            .ok()
+    };
+    let start = hook("SessionStart");
+    assert!(
+        start.stdout.contains("users.email is now unique"),
+        "{start:?}"
+    );
+    let quiet = hook("PostToolUse");
+    assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
+    h.send("api@default", "web", "one more thing");
+    let news = hook("UserPromptSubmit");
+    assert!(news.stdout.contains("one more thing"), "{news:?}");
+    assert!(!news.stdout.contains("users.email"), "only what is new");
+    let again = hook("PostToolUse");
+    assert_eq!(again.stdout, "", "shown once mid-session");
+}
+
+#[test]
+fn the_url_comes_from_the_flag_or_the_checkouts_settings_too() {
+    let Some(h) = PgHome::new("url_sources") else {
+        return;
+    };
+    let id = h.send("alice@web", "bob", "through the environment");
+    let by_flag = h
+        .home
+        .as_("bob@web", ["--json", "--url", &h.db.url(), "inbox"])
+        .json();
+    assert_eq!(ids(&by_flag), vec![id.clone()]);
+    let second = h.send("alice@web", "bob", "through the settings");
+    let repo = h.home.root().join("repo");
+    std::fs::create_dir_all(repo.join(".git")).expect("a checkout");
+    std::fs::write(
+        repo.join(".mailroom.toml"),
+        format!(
+            "project = \"web\"\nhandle = \"bob\"\nurl = \"{}\"\n",
+            h.db.url()
+        ),
+    )
+    .expect("settings");
+    let by_config = h
+        .home
+        .cmd(["--json", "inbox"])
+        // MAILROOM_HOME would name a mailroom before the checkout's settings do.
+        .env_remove("MAILROOM_HOME")
+        .current_dir(&repo)
+        .json();
+    assert_eq!(ids(&by_config), vec![id, second], "read mail stays pending");
+    h.assert_no_file_home();
+    let both = h
+        .home
+        .as_(
+            "bob@web",
+            ["--url", &h.db.url(), "--home", "/tmp/x", "inbox"],
+        )
+        .fails(2);
+    assert!(both.stderr.contains("pass one of them"), "{}", both.stderr);
+}
+
+#[test]
+fn connection_failures_are_one_sentence_that_never_shows_the_password() {
+    let home = Home::new();
+    let server = mailroom_store_pg::testing::server_url();
+    let config = mailroom_store_pg::parse_url(&server).expect("the test URL parses");
+    let host = mailroom_store_pg::shown_url(&config);
+    let host = host
+        .trim_start_matches("postgres://")
+        .split_once('@')
+        .map_or(host.as_str(), |(_, h)| h)
+        .split('/')
+        .next()
+        .expect("host")
+        .to_owned();
+    let cases = [
+        (
+            "postgres://mailroom_nobody:hunter2secret@127.0.0.1:1/test".to_owned(),
+            1,
+            "cannot reach the PostgreSQL server at postgres://mailroom_nobody@127.0.0.1:1/test: connection refused",
+        ),
+        (
+            format!("postgres://mailroom_no_such_role:hunter2secret@{host}/test"),
+            1,
+            "refused the login",
+        ),
+        (
+            format!("postgres://postgres:hunter2secret@{host}/mailroom_no_such_db"),
+            1,
+            "the database 'mailroom_no_such_db' does not exist",
+        ),
+        (
+            "mysql://root:hunter2secret@db/mail".to_owned(),
+            2,
+            "is not a PostgreSQL URL",
+        ),
+        (
+            format!("postgres://postgres:hunter2secret@{host}/test?sslmode=require"),
+            2,
+            "sslmode=require",
+        ),
+    ];
+    for (url, code, says) in cases {
+        if code == 1 && mailroom_store_pg::testing::skipped("connection_failures") {
+            continue;
+        }
+        let run = home
+            .as_("bob@web", ["inbox"])
+            .env("MAILROOM_URL", &url)
+            .fails(code);
+        assert!(run.stderr.contains(says), "{url}: {}", run.stderr);
+        assert!(!run.stderr.contains("hunter2secret"), "{}", run.stderr);
+        assert!(run.stdout.is_empty());
+    }
+    assert!(
+        !home.path().exists(),
+        "a failed connection falls back to nothing"
+    );
+}
+
+#[test]
+fn a_wait_in_one_process_is_woken_by_a_send_from_another() {
+    let Some(h) = PgHome::new("wait_across_processes") else {
+        return;
+    };
+    h.send("alice@web", "bob", "warm up");
+    h.as_("bob@web", &["inbox"]).ok();
+    let waiter = Command::new(BIN)
+        .args(["--as", "bob@web", "--json", "wait", "--timeout", "120"])
+        .env("MAILROOM_URL", h.db.url())
+        .env("MAILROOM_HOME", h.home.path())
+        .env_remove("MAILROOM_AS")
+        .current_dir(h.home.root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the waiter starts");
+    // Sent once the waiter sleeps on LISTEN: its notification is what wakes it.
+    h.db.wait_for_listener("bob@web");
+    let id = h.send("alice@web", "bob", "are you there?");
+    let out = waiter.wait_with_output().expect("the waiter ends");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(ids(&v), vec![id]);
+}
+
+/// Starts `mailroom ARGS` as a long-lived process of `home` against `url`, with a watchdog
+/// that kills it after a minute so a broken wake-up fails the test instead of hanging it.
+fn spawn_host(
+    home: &Home,
+    url: &str,
+    args: &[&str],
+) -> (std::process::Child, std::sync::mpsc::Sender<()>) {
+    let child = Command::new(BIN)
+        .args(args)
+        .env("MAILROOM_URL", url)
+        .env("MAILROOM_HOME", home.path())
+        .env_remove("MAILROOM_AS")
+        .current_dir(home.root())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the process starts");
+    let pid = child.id();
+    let (done, stop) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if stop
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err()
+        {
+            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        }
+    });
+    (child, done)
+}
+
+#[test]
+fn three_hosts_share_one_server_and_a_cut_connection_loses_and_doubles_nothing() {
+    use std::io::{BufRead, BufReader};
+    let Some(db) = TestDb::create("three_hosts") else {
+        return;
+    };
+    // Three hosts: each its own home, identity, processes and connection name.
+    let hosts: Vec<(Home, String, &str)> = ["alice", "bob", "carol"]
+        .into_iter()
+        .map(|who| {
+            let url = format!("{}&application_name=host_{who}_{}", db.url(), db.schema());
+            (Home::new(), url, who)
+        })
+        .collect();
+    let run = |i: usize, args: &[&str]| {
+        let (home, url, who) = &hosts[i];
+        let mut c = home.as_(&format!("{who}@web"), args);
+        c.env("MAILROOM_URL", url);
+        c
+    };
+    for who in ["alice", "bob", "carol"] {
+        hosts[0]
+            .0
+            .as_("HUMAN", ["--project", "web", "roster", "add", who])
+            .env("MAILROOM_URL", &hosts[0].1)
+            .ok();
+    }
+    let (mut watch, done) = spawn_host(
+        &hosts[2].0,
+        &hosts[2].1,
+        &["--as", "carol@web", "--json", "watch"],
+    );
+    db.wait_for_listener("carol@web");
+    let mut lines = BufReader::new(watch.stdout.take().expect("stdout")).lines();
+    let mut next = || {
+        let line = lines.next().expect("a line").expect("readable");
+        let v: Value = serde_json::from_str(&line).expect("JSON");
+        v["id"].as_str().expect("id").to_owned()
+    };
+    let send = |i: usize, args: &[&str]| -> String {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let v = run(i, &all).json();
+        v["id"].as_str().expect("an id").to_owned()
+    };
+    let mut expected = Vec::new();
+    let mut shown = Vec::new();
+    for n in 0..3 {
+        expected.push(send(
+            0,
+            &["send", "--to", "carol", "-m", &format!("alice {n}")],
+        ));
+        shown.push(next());
+        expected.push(send(
+            1,
+            &["send", "--to", "carol", "-m", &format!("bob {n}")],
+        ));
+        shown.push(next());
+    }
+    let broadcast = send(1, &["send", "--broadcast", "-m", "deploy at 5"]);
+    shown.push(next());
+    send(0, &["channel", "post", "run-1", "-m", "step 1"]);
+
+    // Cut every connection of carol's host mid-run.
+    let mut admin = db.admin();
+    let cut: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1) t",
+            &[&format!("host_carol_{}", db.schema())],
+        )
+        .expect("terminate")
+        .get(0);
+    assert!(cut >= 1, "the watch's connection was cut");
+    for n in 3..6 {
+        expected.push(send(
+            0,
+            &["send", "--to", "carol", "-m", &format!("alice {n}")],
+        ));
+        expected.push(send(
+            1,
+            &["send", "--to", "carol", "-m", &format!("bob {n}")],
+        ));
+    }
+    let broadcast2 = send(0, &["send", "--broadcast", "-m", "deploy moved to 6"]);
+    for _ in 0..7 {
+        shown.push(next());
+    }
+    watch.kill().expect("kill the watch");
+    watch.wait().expect("the watch ends");
+    let _ = done.send(());
+
+    let mut want = expected.clone();
+    want.push(broadcast.clone());
+    want.push(broadcast2.clone());
+    want.sort();
+    let mut got = shown.clone();
+    got.sort();
+    assert_eq!(
+        got, want,
+        "the watch showed each message once, across the cut"
+    );
+
+    // Carol's inbox: every directed message once, each broadcast once.
+    let inbox = run(2, &["--json", "inbox"]).json();
+    let mut ids_in = ids(&inbox);
+    ids_in.sort();
+    assert_eq!(ids_in, want, "nothing lost or doubled: {inbox}");
+    let again = run(2, &["--json", "inbox"]).json();
+    assert_eq!(
+        ids(&again).len(),
+        expected.len(),
+        "broadcasts were shown once"
+    );
+    let channel = run(2, &["--json", "channel", "read", "run-1"]).json();
+    assert!(channel.to_string().contains("step 1"), "{channel}");
+    for (home, _, _) in &hosts {
+        assert!(!home.path().exists(), "no host wrote files");
+    }
+}
+
+/// Everything a mailroom holds that `export` copies, in a comparable form.
+fn dump(store: &dyn mailroom_core::Store) -> String {
+    use mailroom_core::message::ChannelRef;
+    use mailroom_core::{Address, Name};
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let mut mailboxes = vec![Address::human()];
+    let mut readers = Vec::new();
+    for p in store.projects().unwrap() {
+        writeln!(out, "project {} {}", p.name, p.policy.as_str()).unwrap();
+        let mut names = vec![Name::parse("HUMAN").unwrap()];
+        for m in store.roster(&p.name).unwrap() {
+            writeln!(out, "  member {} {:?} {:?}", m.handle, m.role, m.status).unwrap();
+            mailboxes.push(Address::in_project(m.handle.clone(), p.name.clone()));
+            names.push(m.handle);
+        }
+        readers.push((p.name, names));
+    }
+    for mb in &mailboxes {
+        // Compared by id: the file store lists by state, then id.
+        let mut all = store.everything(mb).unwrap().messages;
+        all.sort_by_key(|s| s.message.id);
+        for s in all {
+            let m = &s.message;
+            writeln!(
+                out,
+                "{mb}: {} {} r{} thread {} re {:?} {:?} {:?}",
+                m.id, s.state, m.revision, m.thread, m.reply_to, m.subject, m.body
+            )
+            .unwrap();
+        }
+        let archived: Vec<String> = store
+            .recently_archived(mb, 100)
+            .unwrap()
+            .into_iter()
+            .map(|(s, _)| s.message.id.to_string())
+            .collect();
+        writeln!(out, "{mb}: recover order {archived:?}").unwrap();
+        for m in store.outbox(mb).unwrap() {
+            writeln!(out, "{mb}: sent {} r{} to {:?}", m.id, m.revision, m.to).unwrap();
+        }
+    }
+    for (project, names) in readers {
+        for name in store.channels(&project).unwrap() {
+            let c = ChannelRef {
+                project: project.clone(),
+                name,
+            };
+            for s in store.entries(&c, true).unwrap().messages {
+                writeln!(
+                    out,
+                    "#{c}: {} {} {:?}",
+                    s.message.id, s.state, s.message.body
+                )
+                .unwrap();
+            }
+            for r in &names {
+                let mut seen = store.seen(&c, r).unwrap();
+                seen.sort();
+                writeln!(out, "#{c}: seen by {r}: {seen:?}").unwrap();
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn export_copies_a_whole_mailroom_to_postgresql_and_back_and_again_adds_nothing() {
+    let Some(db) = TestDb::create("export_round_trip") else {
+        return;
+    };
+    let home = Home::new();
+    for who in ["alice", "bob", "carol"] {
+        home.as_(
+            "HUMAN",
+            ["--project", "web", "roster", "add", who, "--role", "dev"],
+        )
+        .ok();
+    }
+    let unread = home.send("alice@web", "bob", "still unread");
+    let read = home.send("alice@web", "bob", "to be read");
+    home.as_("bob@web", ["read", &read]).ok();
+    let done = home.send("alice@web", "bob", "to be done");
+    home.as_("bob@web", ["done", &done]).ok();
+    let later = home.send("carol@web", "bob", "done later");
+    home.as_("bob@web", ["done", &later]).ok();
+    let cancelled = home.send("alice@web", "carol", "never mind");
+    home.as_("alice@web", ["cancel", &cancelled]).ok();
+    home.as_(
+        "alice@web",
+        ["edit", &unread, "--message", "still unread, edited"],
+    )
+    .ok();
+    let question = home.send("bob@web", "alice", "a question");
+    home.as_("alice@web", ["reply", &question, "--message", "an answer"])
+        .ok();
+    home.send("bob@web", "HUMAN", "for the operator");
+    home.as_("alice@web", ["send", "--broadcast", "-m", "deploy at 5"])
+        .ok();
+    home.as_("bob@web", ["inbox"]).ok();
+    let gone = home
+        .as_("alice@web", ["--json", "send", "--broadcast", "-m", "oops"])
+        .json();
+    home.as_("alice@web", ["retract", gone["id"].as_str().unwrap()])
+        .ok();
+    home.as_("carol@web", ["channel", "post", "run-1", "-m", "step 1"])
+        .ok();
+    let files = mailroom_store_fs::FsStore::new(home.path());
+    let before = dump(&files);
+
+    let url = db.url();
+    let refused = home.as_("alice@web", ["export", "--to", &url]).fails(4);
+    assert!(
+        refused.stderr.contains("only the operator"),
+        "{}",
+        refused.stderr
+    );
+    let first = home.as_("HUMAN", ["--json", "export", "--to", &url]).json();
+    assert!(first["copies"]["new"].as_u64().unwrap() > 0, "{first}");
+    let pg = mailroom_store_pg::PgStore::open(&url).unwrap();
+    assert_eq!(dump(&pg), before, "files → PostgreSQL keeps everything");
+
+    let again = home.as_("HUMAN", ["--json", "export", "--to", &url]).json();
+    for part in ["projects", "members", "copies", "outbox", "entries", "seen"] {
+        assert_eq!(again[part]["new"], 0, "{part}: {again}");
+    }
+    assert_eq!(dump(&pg), before, "a second export adds nothing");
+
+    let back = home.root().join("back");
+    let out = home
+        .as_("HUMAN", ["export", "--to", back.to_str().unwrap()])
+        .env("MAILROOM_URL", &url)
+        .env_remove("MAILROOM_HOME")
+        .stdout();
+    assert!(out.starts_with("exported to "), "{out}");
+    let returned = mailroom_store_fs::FsStore::new(&back);
+    assert_eq!(
+        dump(&returned),
+        before,
+        "PostgreSQL → files keeps everything"
+    );
+    let same = home
+        .as_("HUMAN", ["export", "--to", home.path().to_str().unwrap()])
+        .fails(2);
+    assert!(
+        same.stderr.contains("this very mailroom"),
+        "{}",
+        same.stderr
+    );
+}
+
+#[test]
+fn the_mcp_server_serves_the_postgresql_mailroom() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let Some(h) = PgHome::new("mcp_server") else {
+        return;
+    };
+    let mut server = Command::new(BIN)
+        .args(["--as", "alice@web", "mcp"])
+        .env("MAILROOM_URL", h.db.url())
+        .env("MAILROOM_HOME", h.home.path())
+        .env_remove("MAILROOM_AS")
+        .current_dir(h.home.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server starts");
+    let mut stdin = server.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    let mut ask = |v: Value| -> Value {
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
+        if v.get("id").is_none() {
+            return Value::Null;
+        }
+        let line = lines.next().expect("an answer").expect("readable");
+        serde_json::from_str(&line).expect("JSON")
+    };
+    let init = ask(json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}},
+    }));
+    assert_eq!(init["result"]["serverInfo"]["name"], "mailroom", "{init}");
+    ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let sent = ask(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "write_mail", "arguments": {"recipient": "bob", "subject": "hi", "body": "through MCP"}}}));
+    assert_eq!(sent["result"]["isError"], false, "{sent}");
+    let bob = h.as_("bob@web", &["--json", "inbox"]).json();
+    assert_eq!(bob["messages"][0]["body"], "through MCP", "{bob}");
+    let id = bob["messages"][0]["id"].as_str().expect("id").to_owned();
+    h.as_("bob@web", &["reply", &id, "--message", "got it"])
+        .ok();
+    let answer = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "read_mail", "arguments": {}}}));
+    assert!(answer.to_string().contains("got it"), "{answer}");
+    drop(stdin);
+    server.wait().expect("the server stops when its input ends");
+    h.assert_no_file_home();
+}
+
+/// Roles made for one test, dropped at its end whatever happens.
+struct Roles<'a> {
+    db: &'a TestDb,
+    names: Vec<String>,
+}
+
+impl Drop for Roles<'_> {
+    fn drop(&mut self) {
+        let mut admin = self.db.admin();
+        for r in &self.names {
+            let _ = admin.batch_execute(&format!(
+                "DROP OWNED BY \"{r}\"; DROP ROLE IF EXISTS \"{r}\""
+            ));
+        }
+    }
+}
+
+#[test]
+fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
+    let Some(h) = PgHome::new("strict_mode") else {
+        return;
+    };
+    // The operator (the tables' owner) sets up the project and the roster.
+    for who in ["alice", "bob"] {
+        h.as_("HUMAN", &["--project", "web", "roster", "add", who])
+            .ok();
+    }
+    let tag =
+        h.db.schema()
+            .trim_start_matches("mailroom_test_")
+            .to_owned();
+    let mut roles = Roles {
+        db: &h.db,
+        names: vec![],
+    };
+    let mut url_of = |who: &str| {
+        let name = format!("mr_{who}_{tag}");
+        let sql = h
+            .as_("HUMAN", &["role", &format!("{who}@web"), "--name", &name])
+            .stdout();
+        assert!(sql.contains("CREATE ROLE"), "{sql}");
+        h.db.admin()
+            .batch_execute(&sql)
+            .expect("the printed SQL runs");
+        roles.names.push(name.clone());
+        h.db.url_as(&name)
+    };
+    let alice_url = url_of("alice");
+    let bob_url = url_of("bob");
+    let as_role = |url: &str, who: &str, args: &[&str]| {
+        let mut c = h.home.as_(who, args);
+        c.env("MAILROOM_URL", url);
+        c
+    };
+    // Each speaks as itself.
+    let to_bob = as_role(
+        &alice_url,
+        "alice@web",
+        &["--json", "send", "--to", "bob", "-m", "for bob only"],
+    )
+    .json();
+    let to_bob = to_bob["id"].as_str().unwrap().to_owned();
+    as_role(
+        &bob_url,
+        "bob@web",
+        &["send", "--to", "alice", "-m", "for alice only"],
+    )
+    .ok();
+    let secret = h.send("HUMAN", "bob@web", "operator secret for bob");
+    // Alice's role reads nothing of bob's mailbox but the copy of what she sent herself, and
+    // moves nothing in it.
+    let peeked = as_role(&alice_url, "bob@web", &["--json", "inbox"]).run();
+    assert!(
+        !peeked.stdout.contains("operator secret") && !peeked.stderr.contains("operator secret"),
+        "{peeked:?}"
+    );
+    let read = as_role(&alice_url, "bob@web", &["read", &secret]).fails(3);
+    assert!(
+        read.stderr.contains("no message matching"),
+        "{}",
+        read.stderr
+    );
+    let bob = as_role(&bob_url, "bob@web", &["--json", "inbox"]).json();
+    let states: Vec<(&str, &str)> = bob["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["id"].as_str().unwrap(), m["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        vec![(to_bob.as_str(), "unread"), (secret.as_str(), "unread")],
+        "bob's mail is all there and still unread: alice's role moved nothing"
+    );
+    // Neither can forge the other, nor speak as the operator, nor change the roster.
+    let forged = as_role(
+        &alice_url,
+        "bob@web",
+        &["send", "--to", "alice", "-m", "I am bob"],
+    )
+    .fails(4);
+    assert!(forged.stderr.contains("strict mode"), "{}", forged.stderr);
+    let human = as_role(
+        &bob_url,
+        "HUMAN",
+        &["send", "--to", "alice@web", "-m", "from the operator"],
+    )
+    .fails(4);
+    assert!(human.stderr.contains("mr_bob_"), "{}", human.stderr);
+    let roster = as_role(&bob_url, "bob@web", &["roster", "add", "mallory"]).run();
+    assert_ne!(roster.code, 0, "a role does not change rosters");
+    let alice = as_role(&alice_url, "alice@web", &["--json", "inbox"]).json();
+    let bodies: Vec<&str> = alice["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["body"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        bodies,
+        vec!["for alice only"],
+        "no forged mail reached alice"
+    );
+    let members = h
+        .as_("HUMAN", &["--project", "web", "--json", "roster"])
+        .json();
+    assert!(!members.to_string().contains("mallory"), "{members}");
+}
+
+/// A TCP proxy to the test server that lets everything through until the client sends
+/// `COMMIT`: it forwards that, swallows the server's answer and closes the client's side, as a
+/// network that fails at the worst moment would. Returns the port to connect to.
+fn proxy_cutting_at_commit(server: String) -> u16 {
+    use std::io::{Read as _, Write as _};
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut upstream) = TcpStream::connect(&server) else {
+                return;
+            };
+            let cut = Arc::new(AtomicBool::new(false));
+            let (mut c_read, mut u_write) = (
+                client.try_clone().expect("clone"),
+                upstream.try_clone().expect("clone"),
+            );
+            let seen = cut.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                while let Ok(n) = c_read.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    if buf[..n].windows(7).any(|w| w == b"COMMIT\0") {
+                        seen.store(true, Ordering::SeqCst);
+                    }
+                    if u_write.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+            let mut buf = [0u8; 65536];
+            while let Ok(n) = upstream.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if cut.load(Ordering::SeqCst) {
+                    // The server answered the COMMIT (it is done); the client never hears it.
+                    let _ = client.shutdown(Shutdown::Both);
+                    let _ = upstream.shutdown(Shutdown::Both);
+                    break;
+                }
+                if client.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    port
+}
+
+#[test]
+fn a_send_whose_commit_cannot_be_confirmed_says_so_and_never_claims_success() {
+    let Some(h) = PgHome::new("unconfirmed_send") else {
+        return;
+    };
+    // Everything the send needs exists, so its one transaction is the send itself.
+    h.send("alice@web", "bob", "warm up");
+    let config = mailroom_store_pg::parse_url(&h.db.url()).expect("the URL parses");
+    let server = mailroom_store_pg::shown_url(&config)
+        .trim_start_matches("postgres://")
+        .split_once('@')
+        .map(|(_, rest)| rest.split('/').next().unwrap_or("").to_owned())
+        .expect("host:port");
+    let port = proxy_cutting_at_commit(server.clone());
+    let through_proxy =
+        h.db.url()
+            .replacen(&server, &format!("127.0.0.1:{port}"), 1);
+    let run = h
+        .home
+        .as_(
+            "alice@web",
+            ["send", "--to", "bob", "-m", "did this arrive?"],
+        )
+        .env("MAILROOM_URL", &through_proxy)
+        .fails(1);
+    assert!(
+        run.stderr
+            .contains("broke while it was asked to confirm the send")
+            && run.stderr.contains("may or may not have happened"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stdout.contains("sent"),
+        "no success reported: {}",
+        run.stdout
+    );
+    // Here the commit did happen: looking, as the message says, finds it once.
+    let bob = h.as_("bob@web", &["--json", "inbox"]).json();
+    let bodies: Vec<&str> = bob["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["body"].as_str().expect("body"))
+        .collect();
+    assert_eq!(bodies, vec!["warm up", "did this arrive?"]);
+}
