@@ -1016,3 +1016,17 @@ fn remembered_spellings_never_hide_a_name_made_or_changed_elsewhere() {
     assert!(!boxes.join("b").exists(), "no second spelling was created");
     assert_eq!(mine.peek(&addr("b@proj")).expect("peek").messages.len(), 2);
 }
+
+/// A roster entry doubled by hand in another case is listed once, as the first spelling in
+/// byte order, the one a lookup of the handle finds.
+#[test]
+fn a_roster_entry_doubled_by_hand_is_listed_once() {
+    let home = Home::new();
+    send(&home, "a@proj", "bob@proj", "hi");
+    let roster = home.path().join("projects/proj/roster");
+    std::fs::copy(roster.join("bob.md"), roster.join("Bob.md")).expect("copy the entry");
+    let project = Name::parse("proj").expect("a name");
+    let members = home.ops().roster(&project).expect("roster");
+    let handles: Vec<&str> = members.iter().map(|m| m.handle.as_str()).collect();
+    assert_eq!(handles, ["a", "Bob"], "one entry per handle");
+}
