@@ -11,7 +11,6 @@ use mailroom_core::{Address, Message, MessageId, Result, State};
 use crate::codec::message_to_text;
 use crate::dir::{Dir, Durability, Limit};
 use crate::error::FsError;
-use crate::mailbox::state_in;
 use crate::{FsStore, KEYS, OUTBOX, TMP, create_exclusive, file_name, state_dir_name};
 
 /// A mailbox's directories for delivery (created when absent): the mailbox, its `tmp/` and
@@ -35,10 +34,28 @@ pub(crate) fn deliver(fs: &FsStore, recipient: &Address, message: &Message) -> R
     Ok(created)
 }
 
+/// Whether the mailbox `bx` holds the copy `name` in any state (`unread/` is open already, so
+/// it is looked in first).
+fn holds(bx: &Dir, unread: &Dir, name: &str) -> Result<bool, FsError> {
+    if unread.exists(name)? {
+        return Ok(true);
+    }
+    for state in State::ALL {
+        if state != State::Unread
+            && let Some(dir) = bx.open(state_dir_name(state))?
+            && dir.exists(name)?
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Three steps. Prepare: in each recipient's mailbox that does not hold the id yet, write the
 /// copy under `tmp/` and `fdatasync` it (a failure removes the temp files written so far:
 /// nothing was published). Trace: link the first prepared copy into the sender's `outbox/`
-/// (best effort, not synced). Publish: `link` each copy into its `unread/`, then `fsync`
+/// (best effort, not synced). Publish: move each copy into its `unread/` (a rename that
+/// never replaces), then `fsync`
 /// each `unread/`; a failure unlinks every copy this call published, and the trace, before
 /// returning the error. A crash during publishing leaves the trace and the copies linked so
 /// far (plus temp files, debris for `doctor --fix`); called again, this skips the mailboxes
@@ -61,7 +78,7 @@ pub(crate) fn deliver_all(
     };
     for recipient in recipients {
         let step = delivery_dirs(fs, recipient).and_then(|(bx, tmp, unread)| {
-            let temp = if state_in(&bx, &name)?.is_some() {
+            let temp = if holds(&bx, &unread, &name)? {
                 None
             } else {
                 Some(tmp.write_temp(text.as_bytes(), Durability::Durable)?)
@@ -89,12 +106,16 @@ pub(crate) fn deliver_all(
     let mut failure = None;
     for (i, (tmp, unread, temp)) in prepared.iter_mut().enumerate() {
         let Some(t) = temp.take() else { continue };
-        match tmp.link_to(&t, unread, &name) {
+        // One rename that never replaces: the temp name is gone once the copy is published.
+        match tmp.move_new(&t, unread, &name) {
             Ok(created) => new[i] = created,
             Err(e) => failure = Some(e),
         }
-        // A temp name left by a failed removal is debris `doctor --fix` clears.
-        let _ = tmp.remove(&t);
+        if !new[i] {
+            // Not moved (the id was there already, or an error): a temp name left by a
+            // failed removal is debris `doctor --fix` clears.
+            let _ = tmp.remove(&t);
+        }
         if failure.is_some() {
             break;
         }
@@ -153,7 +174,7 @@ fn leave_trace(
     text: &str,
     source: Option<(&Dir, &str)>,
 ) -> Result<Option<Dir>, FsError> {
-    let (bx, tmp, _) = delivery_dirs(fs, &message.from)?;
+    let bx = fs.create_box(&message.from)?;
     let outbox = bx.open_or_create(OUTBOX)?;
     let name = file_name(message.id);
     if outbox.exists(&name)? {
@@ -162,6 +183,7 @@ fn leave_trace(
     let created = match source {
         Some((prepared, temp)) => prepared.link_to(temp, &outbox, &name)?,
         None => {
+            let tmp = bx.open_or_create(TMP)?;
             let t = tmp.write_temp(text.as_bytes(), Durability::Lazy)?;
             tmp.publish_new(&t, &outbox, &name)?
         }

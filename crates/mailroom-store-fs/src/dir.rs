@@ -441,16 +441,36 @@ impl Dir {
     /// Publishes `name` here as `to_name` in `to` unless that exists: `Ok(false)` when it did.
     /// The temporary name is removed either way.
     pub fn publish_new(&self, name: &str, to: &Dir, to_name: &str) -> Result<bool, FsError> {
-        let linked = match rfs::linkat(&self.fd, name, &to.fd, to_name, AtFlags::empty()) {
-            Ok(()) => true,
-            Err(Errno::EXIST) => false,
+        match self.move_new(name, to, to_name) {
+            Ok(true) => Ok(true),
+            Ok(false) => {
+                self.remove(name)?;
+                Ok(false)
+            }
             Err(e) => {
                 let _ = self.remove(name);
-                return Err(FsError::io("link", to.child_path(to_name), io_err(e)));
+                Err(e)
             }
-        };
-        self.remove(name)?;
-        Ok(linked)
+        }
+    }
+
+    /// Moves `name` here to `to_name` in `to` unless that exists (`renameat2` with
+    /// `RENAME_NOREPLACE`: one step where a link and an unlink take two): `Ok(false)` when
+    /// `to_name` exists, and then `name` stays. A filesystem without the flag gets the link
+    /// and the unlink.
+    pub fn move_new(&self, name: &str, to: &Dir, to_name: &str) -> Result<bool, FsError> {
+        match rfs::renameat_with(&self.fd, name, &to.fd, to_name, RenameFlags::NOREPLACE) {
+            Ok(()) => Ok(true),
+            Err(Errno::EXIST) => Ok(false),
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+                let linked = self.link_to(name, to, to_name)?;
+                if linked {
+                    self.remove(name)?;
+                }
+                Ok(linked)
+            }
+            Err(e) => Err(FsError::io("rename", to.child_path(to_name), io_err(e))),
+        }
     }
 
     /// Adds a second name, `to_name` in `to`, for the file `name` here: `Ok(false)` when

@@ -90,38 +90,50 @@ pub(crate) fn roster(fs: &FsStore, project: &Name) -> Result<Vec<Member>> {
     let Some(roster) = open_roster(fs, project)? else {
         return Ok(vec![]);
     };
-    let mut out = Vec::new();
-    for entry in roster.list()? {
-        let Some(handle) = entry
-            .strip_suffix(MEMBER_SUFFIX)
-            .and_then(|h| Name::parse(h).ok())
-        else {
+    // One listing, each entry read where it is listed (not looked up again by name): several
+    // spellings of one handle count once, as the first in byte order, as `member` finds it.
+    let mut entries: Vec<(Name, String)> = roster
+        .list()?
+        .into_iter()
+        .filter_map(|entry| {
+            let handle = Name::parse(entry.strip_suffix(MEMBER_SUFFIX)?).ok()?;
+            Some((handle, entry))
+        })
+        .collect();
+    entries.sort_by(|a, b| a.1.cmp(&b.1));
+    let mut out: Vec<Member> = Vec::with_capacity(entries.len());
+    for (handle, entry) in entries {
+        if out
+            .iter()
+            .any(|m| m.handle.as_str().eq_ignore_ascii_case(handle.as_str()))
+        {
             continue;
-        };
-        if let Some(m) = member(fs, project, &handle)? {
-            out.push(m);
+        }
+        if let Some(bytes) = roster.read(&entry, Limit::small("a roster file"))? {
+            out.push(decode_member(&roster, &entry, &handle, &bytes));
         }
     }
     out.sort_by(|a, b| a.handle.cmp(&b.handle));
     Ok(out)
 }
 
+fn decode_member(roster: &Dir, on_disk: &str, handle: &Name, bytes: &[u8]) -> Member {
+    let fallback = || status_changed_at(roster, on_disk);
+    let spelled = on_disk
+        .strip_suffix(MEMBER_SUFFIX)
+        .and_then(|h| Name::parse(h).ok())
+        .unwrap_or_else(|| handle.clone());
+    codec::member_from_bytes(bytes, &spelled, fallback)
+}
+
 pub(crate) fn member(fs: &FsStore, project: &Name, handle: &Name) -> Result<Option<Member>> {
     let Some(roster) = open_roster(fs, project)? else {
         return Ok(None);
     };
-    let Some(name) = names::spelled(&roster, handle.as_str(), MEMBER_SUFFIX)? else {
-        return Ok(None);
-    };
-    let Some(bytes) = roster.read(&name, Limit::small("a roster file"))? else {
-        return Ok(None);
-    };
-    let fallback = || status_changed_at(&roster, &name);
-    let spelled = name
-        .strip_suffix(MEMBER_SUFFIX)
-        .and_then(|h| Name::parse(h).ok())
-        .unwrap_or_else(|| handle.clone());
-    Ok(Some(codec::member_from_bytes(&bytes, &spelled, fallback)))
+    let found = names::find(&roster, handle.as_str(), MEMBER_SUFFIX, |on_disk| {
+        roster.read(on_disk, Limit::small("a roster file"))
+    })?;
+    Ok(found.map(|(name, bytes)| decode_member(&roster, &name, handle, &bytes)))
 }
 
 pub(crate) fn add_member(fs: &FsStore, project: &Name, member: &Member) -> Result<bool> {

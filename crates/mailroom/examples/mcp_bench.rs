@@ -8,7 +8,8 @@
 //! Runs `MAILROOM --home HOME --as ADDR mcp` (default `a@bench`), does the handshake, then:
 //!
 //! 1. `W` untimed calls of each tool (default 20);
-//! 2. `N` timed `get_roster` calls of project `P` (default `bench`; read-only);
+//! 2. `N` timed JSON-RPC `ping` requests (no work in the server: the transport's own round
+//!    trip) and `N` timed `get_roster` calls of project `P` (default `bench`; read-only);
 //! 3. `N` timed `write_mail` calls to `HANDLE` (default `b`; a durable send each), each followed
 //!    by one in-process floor operation in `FLOOR_DIR` (created if missing; put it on the same
 //!    file system as HOME): create a file in `FLOOR_DIR/tmp`, write 30 bytes, `fdatasync`,
@@ -286,6 +287,14 @@ fn main() -> Result<()> {
         server.call("write_mail", mail())?;
         sample(&server)?;
     }
+    // The transport alone: a JSON-RPC `ping` does no work in the server, so its round trip is
+    // what every tool call pays before any mail is touched.
+    let mut ping = Vec::with_capacity(args.calls);
+    for _ in 0..args.calls {
+        let t0 = Instant::now();
+        server.request("ping", json!({}))?;
+        ping.push(t0.elapsed().as_secs_f64() * 1000.0);
+    }
     let mut get_roster = Vec::with_capacity(args.calls);
     for _ in 0..args.calls {
         get_roster.push(server.call("get_roster", roster.clone())?);
@@ -322,6 +331,7 @@ fn main() -> Result<()> {
         "server": format!("{} --home HOME --as {} mcp", args.mailroom.display(), args.actor),
         "calls": calls,
         "wall_s": (wall * 100.0).round() / 100.0,
+        "ping": stats(ping),
         "get_roster": stats(get_roster),
         "write_mail": write,
         "floor_in_process": floor,

@@ -3,16 +3,31 @@
 mod cli;
 mod commands;
 mod context;
+mod fast;
 mod files;
 mod output;
 mod words;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
+
+/// Parses the command line: the plain shapes of the commands run most without building the
+/// parser (see `fast`), anything else with it. The parser (every subcommand and flag) is built
+/// once and never dropped: freeing it costs a quarter of a short command's instructions, and the process is
+/// about to end anyway.
+fn parse() -> Result<cli::Cli, clap::Error> {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(cli) = fast::parse(&args) {
+        return Ok(cli);
+    }
+    let command = Box::leak(Box::new(cli::Cli::command()));
+    let mut matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    cli::Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(command))
+}
 
 fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

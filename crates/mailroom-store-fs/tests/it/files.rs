@@ -975,3 +975,58 @@ fn done_all_archives_every_copy_a_racing_reader_moves_on() {
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
     });
 }
+
+/// A process remembers the spellings it found, and never trusts that memory: a mailbox another
+/// process creates after a lookup found none is found, and one renamed by hand to another case
+/// after it was found is found under its new spelling (its mail with it).
+#[test]
+fn remembered_spellings_never_hide_a_name_made_or_changed_elsewhere() {
+    let home = Home::new();
+    let store = FsStore::new(home.path());
+    let mine = Mailroom::with_clock(&store, now);
+    send(&home, "a@proj", "b@proj", "first");
+    // This store looks up c, which is not there (nor remembered as missing)...
+    assert!(
+        mine.peek(&addr("c@proj"))
+            .expect("peek")
+            .messages
+            .is_empty()
+    );
+    // ...another store (another process) creates it...
+    let other = FsStore::new(home.path());
+    Mailroom::with_clock(&other, now)
+        .send(&addr("a@proj"), draft("C@proj", "to c"))
+        .expect("send to C");
+    // ...and this one finds it.
+    let pending = mine.peek(&addr("c@proj")).expect("peek c");
+    assert_eq!(pending.messages.len(), 1, "c's mail is found");
+
+    // b's mailbox is found (and remembered), then renamed by hand to another spelling.
+    assert_eq!(
+        mine.peek(&addr("b@proj")).expect("peek b").messages.len(),
+        1
+    );
+    let boxes = home.path().join("projects/proj/boxes");
+    std::fs::rename(boxes.join("b"), boxes.join("B")).expect("rename b to B");
+    let pending = mine.peek(&addr("b@proj")).expect("peek b again");
+    assert_eq!(pending.messages.len(), 1, "b's mail is found under B");
+    // A send reaches the renamed mailbox, never a new `b/` beside it.
+    mine.send(&addr("a@proj"), draft("b@proj", "second"))
+        .expect("send to b");
+    assert!(!boxes.join("b").exists(), "no second spelling was created");
+    assert_eq!(mine.peek(&addr("b@proj")).expect("peek").messages.len(), 2);
+}
+
+/// A roster entry doubled by hand in another case is listed once, as the first spelling in
+/// byte order, the one a lookup of the handle finds.
+#[test]
+fn a_roster_entry_doubled_by_hand_is_listed_once() {
+    let home = Home::new();
+    send(&home, "a@proj", "bob@proj", "hi");
+    let roster = home.path().join("projects/proj/roster");
+    std::fs::copy(roster.join("bob.md"), roster.join("Bob.md")).expect("copy the entry");
+    let project = Name::parse("proj").expect("a name");
+    let members = home.ops().roster(&project).expect("roster");
+    let handles: Vec<&str> = members.iter().map(|m| m.handle.as_str()).collect();
+    assert_eq!(handles, ["a", "Bob"], "one entry per handle");
+}
