@@ -12,6 +12,7 @@ use crate::interchange::{
 use crate::message::{BROADCAST, ChannelRef, Kind, Listing, Message, MessageId, State, Stored};
 use crate::name::Name;
 use crate::ops::Mailroom;
+use crate::ops::directory::Reads;
 use crate::ops::send::{Draft, Sent, check_content, check_key};
 use crate::store::KeyClaim;
 
@@ -178,14 +179,17 @@ impl Mailroom<'_> {
         if let Some(key) = &draft.idempotency_key {
             check_key(key)?;
         }
-        let sender_plan = self.plan_sender(me)?;
+        // The checks read each project file and roster entry once.
+        let reads = Reads::default();
+        let sender_plan = self.plan_sender(&reads, me)?;
         let in_project = match me.project() {
             Some(p) if p == project => None,
             _ => {
-                self.check_may_write_into(me, project)?;
-                Some(self.plan_project(project)?)
+                self.check_may_write_into(&reads, me, project)?;
+                Some(self.plan_project(&reads, project)?)
             }
         };
+        drop(reads);
         let (id, now) = self.stamp();
         let message = Message {
             id,

@@ -8,7 +8,51 @@ use crate::error::{Error, Fix, Result};
 use crate::message::State;
 use crate::name::Name;
 use crate::ops::Mailroom;
-use crate::store::{Member, MemberStatus, Policy, Project};
+use crate::store::{Directory, Member, MemberStatus, Policy, Project};
+
+/// What one operation's checks read from the directory, so that they never read the same
+/// project file or roster entry twice (each read is a walk from the home in a directory store,
+/// a query in a database). It lives for one operation's checks, which only read: the first
+/// write comes after them, and the next operation reads afresh.
+#[derive(Default)]
+pub(crate) struct Reads {
+    projects: std::cell::RefCell<Vec<(Name, Option<Project>)>>,
+    members: std::cell::RefCell<Vec<(Name, Name, Option<Member>)>>,
+}
+
+impl Reads {
+    /// `store.project(name)`, read once per operation.
+    fn project(&self, store: &dyn Directory, name: &Name) -> Result<Option<Project>> {
+        if let Some((_, p)) = self.projects.borrow().iter().find(|(n, _)| n == name) {
+            return Ok(p.clone());
+        }
+        let p = store.project(name)?;
+        self.projects.borrow_mut().push((name.clone(), p.clone()));
+        Ok(p)
+    }
+
+    /// `store.member(project, handle)`, read once per operation.
+    fn member(
+        &self,
+        store: &dyn Directory,
+        project: &Name,
+        handle: &Name,
+    ) -> Result<Option<Member>> {
+        if let Some((_, _, m)) = self
+            .members
+            .borrow()
+            .iter()
+            .find(|(p, h, _)| p == project && h == handle)
+        {
+            return Ok(m.clone());
+        }
+        let m = store.member(project, handle)?;
+        self.members
+            .borrow_mut()
+            .push((project.clone(), handle.clone(), m.clone()));
+        Ok(m)
+    }
+}
 
 /// What must exist before a message can reach `address`; applied only once every recipient
 /// of a send has been checked.
@@ -59,6 +103,7 @@ impl Mailroom<'_> {
     /// Decides which mailbox `spec` means when written by someone in `current`.
     pub(crate) fn plan_recipient(
         &self,
+        reads: &Reads,
         current: Option<&Name>,
         spec: &AddressSpec,
     ) -> Result<Plan> {
@@ -66,12 +111,12 @@ impl Mailroom<'_> {
             return Ok(Plan::ready(Address::human()));
         }
         if let Some(p) = &spec.project {
-            return self.plan_in(p, &spec.handle);
+            return self.plan_in(reads, p, &spec.handle);
         }
         if let Some(cur) = current
-            && let Some(m) = self.store.member(cur, &spec.handle)?
+            && let Some(m) = reads.member(self.store(), cur, &spec.handle)?
         {
-            return self.plan_with(cur, &spec.handle, Some(m), Creator::Other);
+            return self.plan_with(reads, cur, &spec.handle, Some(m), Creator::Other);
         }
         let elsewhere = self.active_elsewhere(&spec.handle, current)?;
         match (elsewhere.len(), current) {
@@ -81,7 +126,7 @@ impl Mailroom<'_> {
                 candidates: elsewhere.iter().map(|c| c.address.to_string()).collect(),
             }),
             (_, Some(cur)) => {
-                let plan = self.plan_in(cur, &spec.handle)?;
+                let plan = self.plan_in(reads, cur, &spec.handle)?;
                 if plan.add_member {
                     self.check_not_close_elsewhere(cur, &spec.handle)?;
                 }
@@ -93,9 +138,9 @@ impl Mailroom<'_> {
         }
     }
 
-    fn plan_in(&self, project: &Name, handle: &Name) -> Result<Plan> {
-        let member = self.store.member(project, handle)?;
-        self.plan_with(project, handle, member, Creator::Other)
+    fn plan_in(&self, reads: &Reads, project: &Name, handle: &Name) -> Result<Plan> {
+        let member = reads.member(self.store(), project, handle)?;
+        self.plan_with(reads, project, handle, member, Creator::Other)
     }
 
     /// [`Mailroom::plan_in`] with the roster entry already looked up. Names take the spelling
@@ -103,12 +148,13 @@ impl Mailroom<'_> {
     /// refused (a typo is not a new mailbox) unless its owner is the one creating it.
     fn plan_with(
         &self,
+        reads: &Reads,
         project: &Name,
         handle: &Name,
         member: Option<Member>,
         creator: Creator,
     ) -> Result<Plan> {
-        let existing = self.store.project(project)?;
+        let existing = reads.project(self.store(), project)?;
         let spelled = existing.as_ref().map(|p| p.name.clone());
         let project = spelled.as_ref().unwrap_or(project);
         match member {
@@ -254,19 +300,24 @@ impl Mailroom<'_> {
     /// writing `member@project` from elsewhere is no way around the roster. Identities are
     /// `handle@project`, so an outsider never becomes a member by name: once `handle` is on
     /// the roster, it writes as `handle@project`, which is what the refusal says.
-    pub(crate) fn check_may_write_into(&self, me: &Address, project: &Name) -> Result<()> {
+    pub(crate) fn check_may_write_into(
+        &self,
+        reads: &Reads,
+        me: &Address,
+        project: &Name,
+    ) -> Result<()> {
         if me.is_human() || me.project() == Some(project) {
             // Members of the project itself are checked by `plan_sender`.
             return Ok(());
         }
-        match self.store.project(project)? {
+        match reads.project(self.store(), project)? {
             Some(p) if p.policy == Policy::Roster => {
                 let member = Address::in_project(me.handle.clone(), p.name.clone());
                 let reason = format!(
                     "project '{}' has policy roster and takes mail only from its active members and HUMAN; you are {me}",
                     p.name
                 );
-                Err(match self.store.member(&p.name, &me.handle)? {
+                Err(match reads.member(self.store(), &p.name, &me.handle)? {
                     Some(m) if m.status == MemberStatus::Active => Error::RefusedWith {
                         reason,
                         fix: Box::new(Fix::ActAs {
@@ -316,8 +367,10 @@ impl Mailroom<'_> {
             return Ok(());
         };
         match importer {
-            Some(me) if me.project() == Some(project) => self.plan_sender(me).map(|_| ()),
-            Some(me) => self.check_may_write_into(me, project),
+            Some(me) if me.project() == Some(project) => {
+                self.plan_sender(&Reads::default(), me).map(|_| ())
+            }
+            Some(me) => self.check_may_write_into(&Reads::default(), me, project),
             None if existing.policy == Policy::Roster => Err(Error::RefusedWith {
                 reason: format!(
                     "project '{}' has policy roster and takes an import only from HUMAN or one of its active members, and no identity was given: run it as one of them",
@@ -358,9 +411,9 @@ impl Mailroom<'_> {
     }
 
     /// What must exist for `project` to take a post: the project itself.
-    pub(crate) fn plan_project(&self, project: &Name) -> Result<Plan> {
+    pub(crate) fn plan_project(&self, reads: &Reads, project: &Name) -> Result<Plan> {
         self.check_new_project(project)?;
-        let exists = self.store.project(project)?.is_some();
+        let exists = reads.project(self.store(), project)?.is_some();
         Ok(Plan {
             address: Address::in_project(project.clone(), project.clone()),
             create_project: !exists,
@@ -369,12 +422,12 @@ impl Mailroom<'_> {
     }
 
     /// The sender must be allowed to write: an active member, or joinable in an open project.
-    pub(crate) fn plan_sender(&self, me: &Address) -> Result<Plan> {
+    pub(crate) fn plan_sender(&self, reads: &Reads, me: &Address) -> Result<Plan> {
         match &me.scope {
             Scope::Global => Ok(Plan::ready(me.clone())),
             Scope::Project(p) => {
-                let member = self.store.member(p, &me.handle)?;
-                self.plan_with(p, &me.handle, member, Creator::Owner)
+                let member = reads.member(self.store(), p, &me.handle)?;
+                self.plan_with(reads, p, &me.handle, member, Creator::Owner)
             }
             .map_err(|e| match e {
                 Error::Inactive { address } => Error::RefusedWith {
@@ -500,7 +553,7 @@ impl Mailroom<'_> {
             }
             candidates.extend(self.active_elsewhere(&spec.handle, current)?);
         }
-        let plan = self.plan_recipient(current, &spec);
+        let plan = self.plan_recipient(&Reads::default(), current, &spec);
         let (chosen, note) = match plan {
             Ok(plan) => {
                 let existing = candidates

@@ -101,6 +101,22 @@ impl Mark {
 }
 
 impl Mailroom<'_> {
+    /// Whether nothing was delivered for `me` since the last injection into its sessions: the
+    /// mid-session hooks' fast path (one small read and two `stat`s in a home, no listing, no
+    /// project file, no roster entry). It can only ever answer "say nothing", which is always
+    /// safe: anything else goes through [`Mailroom::hook`] and every check there. An address
+    /// spelled differently from the store's names finds no mark (or the same one), never
+    /// another mailbox's news.
+    pub fn nothing_new(&self, me: &Address) -> Result<bool> {
+        let Some(saved) = self.store.last_injected(me)? else {
+            return Ok(false);
+        };
+        // The mark is read before the token, as in `hook`: a delivery between the two
+        // changes the token, so it is never mistaken for old news.
+        let mark = Mark::parse(&saved);
+        Ok(mark.token == self.store.change_token(me)?)
+    }
+
     /// Answers one hook call for `me`. `budget` bounds the injected text, in characters.
     pub fn hook(
         &self,

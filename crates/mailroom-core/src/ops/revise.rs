@@ -6,6 +6,7 @@ use crate::address::Address;
 use crate::error::{Error, Fix, Result};
 use crate::message::{Kind, Message, MessageId, Priority, State};
 use crate::ops::Mailroom;
+use crate::ops::directory::Reads;
 use crate::ops::send::check_content;
 use crate::text::clean_line;
 
@@ -62,12 +63,14 @@ impl Mailroom<'_> {
         let old = self.sent_by_me(me, prefix, "edit")?;
         // An edit reaches the recipients (in place, or as a CORRECTION) like a send: the sender
         // must still be allowed to write, and to write into each recipient's project.
-        self.plan_sender(me)?;
+        let reads = Reads::default();
+        self.plan_sender(&reads, me)?;
         for to in &old.to {
             if let Some(project) = to.project() {
-                self.check_may_write_into(me, project)?;
+                self.check_may_write_into(&reads, me, project)?;
             }
         }
+        drop(reads);
         let subject = patch
             .subject
             .as_deref()

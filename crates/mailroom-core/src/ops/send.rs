@@ -5,7 +5,7 @@ use crate::address::{Address, AddressSpec};
 use crate::error::{Error, Fix, Result};
 use crate::message::{Kind, Message, MessageId, Priority};
 use crate::ops::Mailroom;
-use crate::ops::directory::Plan;
+use crate::ops::directory::{Plan, Reads};
 use crate::store::{KeyClaim, Store};
 use crate::text::{MAX_BODY_BYTES, MAX_SUBJECT_CHARS, clean_line, default_subject};
 
@@ -77,23 +77,26 @@ impl Mailroom<'_> {
                 fix: Box::new(Fix::SplitRecipients),
             });
         }
+        // The checks read each project file and roster entry once.
+        let reads = Reads::default();
         let mut plans: Vec<Plan> = Vec::new();
         for raw in &draft.to {
             let spec = AddressSpec::parse(raw).map_err(|source| Error::InvalidAddress {
                 input: raw.clone(),
                 source,
             })?;
-            let plan = self.plan_recipient(me.project(), &spec)?;
+            let plan = self.plan_recipient(&reads, me.project(), &spec)?;
             if !plans.iter().any(|p| p.address == plan.address) {
                 plans.push(plan);
             }
         }
-        let sender_plan = self.plan_sender(me)?;
+        let sender_plan = self.plan_sender(&reads, me)?;
         for plan in &plans {
             if let Some(project) = plan.address.project() {
-                self.check_may_write_into(me, project)?;
+                self.check_may_write_into(&reads, me, project)?;
             }
         }
+        drop(reads);
 
         let (id, now) = self.stamp();
         let (reply_to, thread) = match reply_to {

@@ -90,6 +90,16 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
             .and_then(Value::as_u64)
             .is_some_and(|n| n > 0);
     let mut ctx = Ctx::new(cli, &env)?;
+    // After every tool call: when nothing was delivered since the last injection, say nothing
+    // before paying for the identity's spelling (the project file, the roster entry) or the
+    // words of hints. The address's cheap parts name the mailbox; a miss or any doubt (an
+    // identity that cannot be had, an unreadable mark) takes the full path below.
+    if matches!(event, HookEvent::PostToolUse | HookEvent::UserPromptSubmit)
+        && let Ok(Some(cheap)) = mailroom_core::identity::resolve(&ctx.inputs)
+        && ctx.mailroom().nothing_new(&cheap.address).unwrap_or(false)
+    {
+        return Ok(None);
+    }
     // No identity (not in a repository, nothing set): the hook stays silent.
     let Some(identity) = ctx.identity()? else {
         return Ok(None);

@@ -575,3 +575,28 @@ fn bodies_that_double_when_escaped_as_json_still_fit_the_cap() {
         "{text}"
     );
 }
+
+#[test]
+fn a_checkout_spelled_in_another_case_finds_its_mailbox_mid_session_quiet_then_news() {
+    let home = Home::new();
+    // The checkout `WEB` derives `WEB@default`; the mailbox was first written as `web`.
+    let dir = home.root().join("src").join("WEB");
+    std::fs::create_dir_all(dir.join(".git")).unwrap();
+    let cwd = dir.to_string_lossy().into_owned();
+    home.send("api", "web", "users.email is now unique");
+    let start = hook(&home, "SessionStart", json!({"cwd": cwd}));
+    assert!(
+        context(&start).starts_with("=== mailroom: 1 pending message for web@default ==="),
+        "{}",
+        start.stdout
+    );
+    let quiet = hook(&home, "PostToolUse", json!({"cwd": cwd}));
+    assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
+    home.send("api", "web", "one more thing");
+    let news = hook(&home, "PostToolUse", json!({"cwd": cwd}));
+    let text = context(&news);
+    assert!(text.contains("one more thing"), "{text}");
+    assert!(!text.contains("users.email"), "only the news: {text}");
+    let again = hook(&home, "PostToolUse", json!({"cwd": cwd}));
+    assert_eq!(again.stdout, "", "shown once");
+}
