@@ -582,3 +582,79 @@ fn each_harness_gets_its_own_hook_shape() {
     assert!(tool.stdout.contains("late news"), "{}", tool.stdout);
     assert_snapshot!("hook_shapes", m.home.redact(&shapes));
 }
+
+/// A `--binary` whose folder holds spaces, quotes and `$(...)`: the hook command a shell runs
+/// starts that binary and nothing else, a second setup finds its own entries (no duplicates),
+/// and --uninstall removes them all.
+#[test]
+fn a_binary_path_with_spaces_and_quotes_is_quoted_recognised_and_uninstalled() {
+    for harness in ["claude", "gemini", "cursor"] {
+        let m = Machine::new();
+        let canary = m.home.root().join("PWNED");
+        let dir = m
+            .home
+            .root()
+            .join(format!("my tools 'x$(touch {})\"", canary.display()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = dir.join("mailroom");
+        std::os::unix::fs::symlink(BIN, &bin).unwrap();
+        let bin = bin.to_str().unwrap();
+        let before = m.files();
+        m.setup([harness, "--binary", bin]).ok();
+        let after = m.files();
+        let again = m.setup([harness, "--binary", bin]).ok();
+        assert!(
+            again.stdout.contains("nothing to change"),
+            "{harness}: {}",
+            again.stdout
+        );
+        assert_eq!(
+            m.files(),
+            after,
+            "{harness}: the second setup changed files"
+        );
+
+        // Every hook command, run by a shell, is exactly `BIN hook HARNESS EVENT`.
+        let mut commands = Vec::new();
+        for (path, bytes) in &after {
+            if path.extension().is_some_and(|e| e == "json") {
+                collect_commands(&serde_json::from_slice(bytes).unwrap(), &mut commands);
+            }
+        }
+        assert!(!commands.is_empty(), "{harness}: no hook commands");
+        for c in &commands {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("set -- {c}; printf '%s\\n' \"$@\""))
+                .output()
+                .unwrap();
+            let words: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+            assert_eq!(words.first(), Some(&bin), "{harness}: {c}");
+            assert_eq!(words.len(), 4, "{harness}: {c}");
+            assert_eq!(&words[1..3], ["hook", harness], "{harness}: {c}");
+        }
+        assert!(!canary.exists(), "{harness}: the path ran as a command");
+
+        m.setup([harness, "--binary", bin, "--uninstall"]).ok();
+        assert_eq!(
+            m.files(),
+            before,
+            "{harness}: --uninstall left entries behind"
+        );
+    }
+}
+
+fn collect_commands(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                match (k.as_str(), x) {
+                    ("command", Value::String(s)) if s.contains(" hook ") => out.push(s.clone()),
+                    _ => collect_commands(x, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_commands(x, out)),
+        _ => {}
+    }
+}

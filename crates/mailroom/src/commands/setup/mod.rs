@@ -129,17 +129,72 @@ fn shell_quote(s: &str) -> String {
 /// Whether a hook command is one mailroom wrote for `harness`: its program is a `mailroom`
 /// binary and it ends in `hook HARNESS EVENT`.
 fn is_ours(command: &str, harness: Harness) -> bool {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let Some(first) = words.first() else {
+    let Some(words) = shell_words(command) else {
         return false;
     };
-    let program = first.trim_matches('\'');
+    let Some(program) = words.first() else {
+        return false;
+    };
     let named = Path::new(program)
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n == "mailroom");
     let n = words.len();
     named && n >= 4 && words[n - 3] == "hook" && words[n - 2] == harness_name(harness)
+}
+
+/// The words a POSIX shell would split a simple command into (quotes and backslashes
+/// resolved), so a program path with spaces, quoted by `shell_quote`, is still one word.
+/// None for what is not a plain command (an unclosed quote, `;`, `|`, `&`, `$`, a backtick,
+/// a redirection): such a line is never one mailroom wrote.
+fn shell_words(s: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' => {
+                if let Some(w) = word.take() {
+                    words.push(w);
+                }
+            }
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => w.push(c),
+                    }
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '$' | '`' => return None,
+                        '\\' => match chars.next()? {
+                            c @ ('"' | '\\' | '$' | '`') => w.push(c),
+                            '\n' => {}
+                            c => {
+                                w.push('\\');
+                                w.push(c);
+                            }
+                        },
+                        c => w.push(c),
+                    }
+                }
+            }
+            '\\' => match chars.next()? {
+                '\n' => {}
+                c => word.get_or_insert_with(String::new).push(c),
+            },
+            ';' | '|' | '&' | '$' | '`' | '<' | '>' | '(' | ')' => return None,
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Some(words)
 }
 
 fn harness_name(h: Harness) -> &'static str {
@@ -1075,9 +1130,10 @@ fn wired(piece: &Piece, text: Option<&str>, h: Harness, programs: &mut Vec<Strin
                                 if ok
                                     && let Some(first) = c["command"]
                                         .as_str()
-                                        .and_then(|s| s.split_whitespace().next())
+                                        .and_then(shell_words)
+                                        .and_then(|w| w.into_iter().next())
                                 {
-                                    programs.push(first.trim_matches('\'').to_owned());
+                                    programs.push(first);
                                 }
                                 ok
                             })
