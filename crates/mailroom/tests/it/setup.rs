@@ -658,3 +658,68 @@ fn collect_commands(v: &Value, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+/// A `mailroom` server entry the user extended keeps what they added when setup rewrites
+/// its command and args.
+#[test]
+fn setup_keeps_what_the_user_added_to_the_mailroom_server_entry() {
+    let m = Machine::new();
+    let mcp = m.repo().join(".mcp.json");
+    m.write(
+        &mcp,
+        r#"{"mcpServers":{"mailroom":{"command":"/old/mailroom","args":["mcp"],"env":{"K":"V"}}}}"#,
+    );
+    m.setup(["claude"]).ok();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
+    assert_eq!(v["mcpServers"]["mailroom"]["env"], json!({"K": "V"}), "{v}");
+    assert_eq!(v["mcpServers"]["mailroom"]["command"], "mailroom", "{v}");
+    assert!(
+        m.setup(["claude"])
+            .ok()
+            .stdout
+            .contains("nothing to change")
+    );
+
+    let toml = m.repo().join(".codex/config.toml");
+    m.write(
+        &toml,
+        "[mcp_servers.mailroom]\ncommand = \"/old/mailroom\"\nargs = [\"mcp\"]\nstartup_timeout_sec = 30\n",
+    );
+    m.setup(["codex"]).ok();
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert!(text.contains("startup_timeout_sec = 30"), "{text}");
+    assert!(text.contains("command = \"mailroom\""), "{text}");
+    assert!(m.setup(["codex"]).ok().stdout.contains("nothing to change"));
+}
+
+/// A key written twice: the harness reads the last, an edit of the first would be invisible.
+/// Setup refuses and changes nothing.
+#[test]
+fn a_config_with_a_duplicated_key_is_refused_unchanged() {
+    for (file, text) in [
+        (
+            ".mcp.json",
+            r#"{"mcpServers":{"a":{}},"mcpServers":{"b":{}}}"#,
+        ),
+        (
+            ".claude/settings.json",
+            r#"{"hooks":{"Stop":[]},"hooks":{"Stop":[]}}"#,
+        ),
+        (
+            ".mcp.json",
+            r#"{"mcpServers":{"mailroom":{"command":"x"},"mailroom":{"command":"y"}}}"#,
+        ),
+    ] {
+        let m = Machine::new();
+        m.write(&m.repo().join(file), text);
+        let before = m.files();
+        let run = m.setup(["claude"]).fails(2);
+        assert!(
+            run.stderr
+                .contains("times and the harness reads only the last"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(m.files(), before, "{file}");
+    }
+}

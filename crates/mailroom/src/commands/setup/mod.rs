@@ -671,26 +671,34 @@ fn toml_edit_server(
         .get_mut("mcp_servers")
         .and_then(|s| s.as_table_like_mut())
         .ok_or_else(|| anyhow!("its mcp_servers is not a table"))?;
-    let same = servers
-        .get("mailroom")
-        .and_then(|s| s.as_table_like())
-        .is_some_and(|t| {
-            t.len() == 2
-                && t.get("command").and_then(|c| c.as_str()) == Some(command)
-                && t.get("args").and_then(|a| a.as_array()).is_some_and(|a| {
-                    a.iter().map(|v| v.as_str()).collect::<Vec<_>>()
-                        == args.iter().map(|s| Some(s.as_str())).collect::<Vec<_>>()
-                })
-        });
-    if !same {
-        let mut t = toml_edit::Table::new();
-        t.insert("command", toml_edit::value(command));
-        let mut a = toml_edit::Array::new();
-        for s in args {
-            a.push(s.as_str());
+    let mut a = toml_edit::Array::new();
+    for s in args {
+        a.push(s.as_str());
+    }
+    match servers
+        .get_mut("mailroom")
+        .and_then(|s| s.as_table_like_mut())
+    {
+        // What the user added to the entry (`env`, `cwd`, a timeout...) stays; setup rewrites
+        // only the keys it writes, and only when they differ.
+        Some(t) => {
+            if t.get("command").and_then(|c| c.as_str()) != Some(command) {
+                t.insert("command", toml_edit::value(command));
+            }
+            let same_args = t.get("args").and_then(|a| a.as_array()).is_some_and(|a| {
+                a.iter().map(|v| v.as_str()).collect::<Vec<_>>()
+                    == args.iter().map(|s| Some(s.as_str())).collect::<Vec<_>>()
+            });
+            if !same_args {
+                t.insert("args", toml_edit::value(a));
+            }
         }
-        t.insert("args", toml_edit::value(a));
-        servers.insert("mailroom", toml_edit::Item::Table(t));
+        None => {
+            let mut t = toml_edit::Table::new();
+            t.insert("command", toml_edit::value(command));
+            t.insert("args", toml_edit::value(a));
+            servers.insert("mailroom", toml_edit::Item::Table(t));
+        }
     }
     Ok(Some(doc.to_string()))
 }
