@@ -454,3 +454,27 @@ fn serve_stops_on_sigterm_with_a_page_open_and_exits_0() {
         .unwrap();
     assert_eq!(exit.code(), Some(0));
 }
+
+/// The admission page moves on to the address it was opened at, never to another site:
+/// `//host/?token=...` lands on the console's own front page.
+#[test]
+fn serve_admission_never_sends_the_browser_to_another_site() {
+    let home = Home::new();
+    let c = Console::start(&home);
+    let host = c.host();
+    for path in ["//evil.example/", "/\\evil.example/"] {
+        let a = c.raw(
+            "GET",
+            &format!("{path}?token={}", c.token),
+            &[("Host", &host)],
+            "",
+        );
+        assert_eq!(a.status, 200, "{a:?}");
+        assert!(!a.body.contains("evil.example"), "{path}: {}", a.body);
+        assert!(
+            a.body.contains(r#"content="0;url=/""#),
+            "{path}: {}",
+            a.body
+        );
+    }
+}
