@@ -723,3 +723,18 @@ fn a_config_with_a_duplicated_key_is_refused_unchanged() {
         assert_eq!(m.files(), before, "{file}");
     }
 }
+
+/// `--url` is neither ignored (the harness would use another mailroom) nor written (it may
+/// carry a password): setup refuses it, prints no password, and writes nothing.
+#[test]
+fn setup_refuses_url_without_printing_it_or_writing_anything() {
+    let m = Machine::new();
+    let before = m.files();
+    let run = m
+        .setup(["claude"])
+        .args(["--url", "postgres://me:hunter2secret@127.0.0.1:5432/db"])
+        .fails(2);
+    assert!(run.stderr.contains(".mailroom.toml"), "{}", run.stderr);
+    assert!(!run.stderr.contains("hunter2secret") && !run.stdout.contains("hunter2secret"));
+    assert_eq!(m.files(), before);
+}

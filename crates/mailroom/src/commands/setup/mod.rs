@@ -777,6 +777,14 @@ fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 fn invocation(cli: &Cli, args: &SetupArgs) -> Result<Invocation> {
+    if cli.url.is_some() {
+        // Ignoring it would wire the harness to another mailroom than the one named; writing
+        // it would copy a password into files that are often committed.
+        return Err(Error::Invalid(
+            "setup does not write --url into the harness's configs (a URL may carry a password); put url = \"postgres://...\" in the repository's .mailroom.toml or set MAILROOM_URL, which the hooks and the MCP server read".into(),
+        )
+        .into());
+    }
     let program = match &args.binary {
         Some(b) => {
             use std::os::unix::fs::PermissionsExt as _;
