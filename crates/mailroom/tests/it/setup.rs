@@ -738,3 +738,43 @@ fn setup_refuses_url_without_printing_it_or_writing_anything() {
     assert!(!run.stderr.contains("hunter2secret") && !run.stdout.contains("hunter2secret"));
     assert_eq!(m.files(), before);
 }
+
+/// OpenCode's plugin folder, or its `.opencode`, being a link to elsewhere is refused like
+/// Claude Code's `.claude`: setup writes nothing there (exit 4) and nothing anywhere.
+#[test]
+fn a_linked_plugin_folder_is_refused_and_nothing_is_written() {
+    for (linked, scope) in [
+        (".opencode", "--project"),
+        (".opencode/plugins", "--project"),
+        (".config/opencode/plugins", "--user"),
+    ] {
+        let m = Machine::new();
+        let elsewhere = m.home.root().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let base = if scope == "--user" {
+            m.user()
+        } else {
+            m.repo()
+        };
+        let link = base.join(linked);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let before = m.files();
+        let run = m.setup(["opencode", scope]).run();
+        assert_eq!(run.code, 4, "{linked}: {}", run.stderr);
+        assert!(run.stderr.contains("is a symbolic link"), "{}", run.stderr);
+        assert_eq!(
+            std::fs::read_dir(&elsewhere).unwrap().count(),
+            0,
+            "{linked}"
+        );
+        assert_eq!(m.files(), before, "{linked}");
+    }
+    // A linked XDG `.config` is the user's own arrangement: setup writes through it.
+    let m = Machine::new();
+    let elsewhere = m.home.root().join("dotfiles-config");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, m.user().join(".config")).unwrap();
+    m.setup(["opencode", "--user"]).ok();
+    assert!(elsewhere.join("opencode/plugins/mailroom.js").is_file());
+}

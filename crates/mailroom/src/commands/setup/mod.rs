@@ -56,6 +56,13 @@ struct Places {
 }
 
 impl Places {
+    /// The folders whose config files setup edits live below: HOME, and the project.
+    fn roots(&self) -> Vec<&Path> {
+        std::iter::once(self.home.as_path())
+            .chain(self.project.as_deref())
+            .collect()
+    }
+
     fn from_env(env: &Env) -> Result<Places> {
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
@@ -538,7 +545,7 @@ export const Mailroom = async ({{ client, directory }}) => {{
 }
 
 /// What a file holds now: None when absent. Refuses symlinks and what is not a regular file.
-fn read_config(path: &Path) -> Result<Option<String>> {
+fn read_config(path: &Path, roots: &[&Path]) -> Result<Option<String>> {
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -551,17 +558,31 @@ fn read_config(path: &Path) -> Result<Option<String>> {
         }
         Ok(_) => {}
     }
-    if let Some(parent) = path.parent()
-        && std::fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink())
-        && parent
+    // The folders between the scope's root (the project, or HOME) and the file are the
+    // harness's own (`.claude`, `.opencode/plugins`, `.config/opencode/plugins`): none may be a
+    // link. The XDG `.config`, shared by every program, and the root and above are the user's.
+    let root = roots
+        .iter()
+        .filter(|r| path.starts_with(r) && path != **r)
+        .max_by_key(|r| r.components().count());
+    let between: Vec<&Path> = match root {
+        Some(root) => path.ancestors().skip(1).take_while(|d| d != root).collect(),
+        None => path.parent().into_iter().collect(),
+    };
+    for dir in between {
+        let dotted = dir
             .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-    {
-        return Err(Error::Refused(format!(
-            "{} is a symbolic link; setup does not write through links",
-            parent.display()
-        ))
-        .into());
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if root.is_none() && !dotted || dir.file_name().is_some_and(|n| n == ".config") {
+            continue;
+        }
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::Refused(format!(
+                "{} is a symbolic link; setup does not write through links and changed nothing (edit the files it points to yourself, or replace the link with a folder)",
+                dir.display()
+            ))
+            .into());
+        }
     }
     match crate::files::read_regular(path, MAX_CONFIG_BYTES, false) {
         Ok(c) => String::from_utf8(c.bytes).map(Some).map_err(|_| {
@@ -903,7 +924,7 @@ pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
             let path = piece.path().to_path_buf();
             let current = match files.iter().find(|f| f.0 == path) {
                 Some(f) => f.2.clone(),
-                None => read_config(&path)?,
+                None => read_config(&path, &places.roots())?,
             };
             let next = apply(piece, current.as_deref(), *h, args.uninstall)?;
             match files.iter_mut().find(|f| f.0 == path) {
@@ -1031,7 +1052,7 @@ fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> Result<()> 
             let mut parts = Vec::new();
             let mut missing = Vec::new();
             for piece in &pieces {
-                let text = match read_config(piece.path()) {
+                let text = match read_config(piece.path(), &places.roots()) {
                     Ok(t) => t,
                     Err(e) => {
                         parts.push(format!("{}: {e:#}", piece.path().display()));
