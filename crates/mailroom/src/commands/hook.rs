@@ -27,8 +27,14 @@ pub fn run(cli: &Cli, env: &Env) {
         Ok(None) => {}
         Err(e) => {
             // The cause may quote a hand-written file: one line, nothing raw.
+            // A core error already says its cause (as `error:` prints it); others add theirs.
+            let said = if e.downcast_ref::<mailroom_core::Error>().is_some() {
+                e.to_string()
+            } else {
+                format!("{e:#}")
+            };
             let mut cause = String::new();
-            let _ = mailroom_core::text::write_field(&mut cause, &format!("{e:#}"), 2_000);
+            let _ = mailroom_core::text::write_field(&mut cause, &said, 2_000);
             eprintln!("mailroom hook: warning: {cause}; the session goes on without mail")
         }
     }

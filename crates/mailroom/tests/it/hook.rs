@@ -637,3 +637,33 @@ fn the_input_cannot_make_the_hook_read_another_repositorys_mail() {
         .ok();
     assert!(run.stdout.contains("for api only"), "{}", run.stdout);
 }
+
+/// An unreachable PostgreSQL mailroom: the hook exits 0, prints nothing on stdout, says the
+/// cause once on stderr, and never the URL's password.
+#[test]
+fn an_unreachable_postgres_mailroom_is_one_warning_without_the_password() {
+    let home = Home::new();
+    let cwd = repo(&home);
+    for harness in ["claude", "cursor"] {
+        let run = home
+            .cmd(["hook", harness, "stop"])
+            .env("MAILROOM_URL", "postgres://me:hunter2secret@127.0.0.1:1/db")
+            .current_dir(&cwd)
+            .stdin("{}")
+            .ok();
+        assert_eq!(run.stdout, "", "{harness}");
+        assert!(!run.stderr.contains("hunter2secret"), "{}", run.stderr);
+        assert_eq!(
+            run.stderr.matches("start the server").count(),
+            1,
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr
+                .starts_with("mailroom hook: warning: cannot reach"),
+            "{}",
+            run.stderr
+        );
+    }
+}
