@@ -478,3 +478,27 @@ fn serve_admission_never_sends_the_browser_to_another_site() {
         );
     }
 }
+
+/// A right-to-left override in a subject, an escape or a bell in a body: the page writes them
+/// out (`\u{202e}`) as the command line does, and keeps the body's line breaks.
+#[test]
+fn serve_writes_out_control_and_reordering_characters() {
+    let home = Home::new();
+    hold_request(
+        &home,
+        "invoice \u{202e}fdp.exe",
+        "line one \u{1b}[31mred\u{7}\nline two\u{200b}",
+    );
+    let c = Console::start(&home);
+    for path in ["/", "/inbox"] {
+        let body = c.get(path).body;
+        assert!(body.contains("invoice \\u{202e}fdp.exe"), "{path}: {body}");
+        assert!(
+            body.contains("line one \\u{1b}[31mred\\u{7}\nline two\\u{200b}"),
+            "{path}: {body}"
+        );
+        for raw in ['\u{202e}', '\u{1b}', '\u{7}', '\u{200b}'] {
+            assert!(!body.contains(raw), "{path}: {raw:?} reached the page");
+        }
+    }
+}
