@@ -326,7 +326,7 @@ pub async fn projects(State(c): State<Console>) -> PageResult {
                             @for r in rows {
                                 tr class=(if r.member.status == MemberStatus::Active { "active" } else { "inactive" }) {
                                     td { a href={ "/compose?to=" (r.member.handle.as_str()) "@" (p.name.as_str()) } { (r.member.handle.as_str()) } }
-                                    td { (r.member.role) }
+                                    td { (view::line(&r.member.role)) }
                                     td { (r.member.status.as_str()) }
                                     td { @if let Some(t) = r.last_sent { (age(t, now)) " ago" } @else { "—" } }
                                     td.num { (r.pending) }
