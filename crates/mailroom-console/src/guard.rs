@@ -201,10 +201,18 @@ fn without_token(uri: &axum::http::Uri) -> String {
         .split('&')
         .filter(|p| !p.is_empty() && !p.starts_with("token="))
         .collect();
-    if rest.is_empty() {
-        uri.path().to_owned()
+    // `//host/...` or `/\host/...` would send the admitted browser to another site: the
+    // admission page only ever moves within this console.
+    let path = uri.path();
+    let path = if path.starts_with("//") || path.starts_with("/\\") {
+        "/"
     } else {
-        format!("{}?{}", uri.path(), rest.join("&"))
+        path
+    };
+    if rest.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{}", rest.join("&"))
     }
 }
 
@@ -289,5 +297,9 @@ mod tests {
         assert_eq!(without_token(&uri), "/search?q=x");
         let uri: axum::http::Uri = "/?token=abc".parse().unwrap();
         assert_eq!(without_token(&uri), "/");
+        for other_site in ["//evil.example/?token=abc", "/\\evil.example/?token=abc"] {
+            let uri: axum::http::Uri = other_site.parse().unwrap();
+            assert_eq!(without_token(&uri), "/", "{other_site}");
+        }
     }
 }

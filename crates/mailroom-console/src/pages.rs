@@ -15,7 +15,7 @@ use maud::html;
 use serde::Deserialize;
 
 use crate::Console;
-use crate::view::{Counts, Failure, Page, age, answer_forms, content, kind_class, meta};
+use crate::view::{self, Counts, Failure, Page, age, answer_forms, content, kind_class, meta};
 
 /// How far up a thread a decision shows what it answers.
 const ANCESTORS: usize = 8;
@@ -129,7 +129,7 @@ pub fn render_decisions(d: &Decisions, csrf: &str, now: Timestamp) -> Response {
                         details.thread {
                             summary { "In a thread of " (dec.before.len() + 1) " — " a href={ "/thread/" (m.thread) } { "whole thread" } }
                             @for earlier in &dec.before {
-                                div.earlier { (meta(earlier, None, now)) h4 { (earlier.subject) } div.body { (earlier.body) } }
+                                div.earlier { (meta(earlier, None, now)) h4 { (view::line(&earlier.subject)) } div.body { (view::body(&earlier.body)) } }
                             }
                         }
                     }
@@ -145,7 +145,7 @@ pub fn render_decisions(d: &Decisions, csrf: &str, now: Timestamp) -> Response {
                 @for s in &d.others {
                     li data-id=(s.message.id) {
                         span class=(kind_class(s.message.kind)) { (s.message.kind.as_str()) }
-                        " " a href={ "/m/" (s.message.id) } { (s.message.subject) }
+                        " " a href={ "/m/" (s.message.id) } { (view::line(&s.message.subject)) }
                         " " span.from { (s.message.from.to_string()) }
                         " " span.age { (age(s.message.date, now)) }
                     }
@@ -326,7 +326,7 @@ pub async fn projects(State(c): State<Console>) -> PageResult {
                             @for r in rows {
                                 tr class=(if r.member.status == MemberStatus::Active { "active" } else { "inactive" }) {
                                     td { a href={ "/compose?to=" (r.member.handle.as_str()) "@" (p.name.as_str()) } { (r.member.handle.as_str()) } }
-                                    td { (r.member.role) }
+                                    td { (view::line(&r.member.role)) }
                                     td { (r.member.status.as_str()) }
                                     td { @if let Some(t) = r.last_sent { (age(t, now)) " ago" } @else { "—" } }
                                     td.num { (r.pending) }
@@ -538,8 +538,8 @@ pub async fn message(State(c): State<Console>, Path(id): Path<String>) -> PageRe
     let main = html! {
         article.item.single data-id=(m.id) {
             (meta(&m, state, now))
-            h1.subject { (m.subject) }
-            div.body { (m.body) }
+            h1.subject { (view::line(&m.subject)) }
+            div.body { (view::body(&m.body)) }
             p.links { a href={ "/thread/" (m.thread) } { "Whole thread" } }
             @if state.is_some_and(|s| s.is_pending()) {
                 (answer_forms(m.id, "/", csrf, "Reply to the sender"))

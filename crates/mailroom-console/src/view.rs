@@ -136,11 +136,32 @@ pub fn meta(m: &Message, state: Option<State>, now: Timestamp) -> Markup {
     }
 }
 
+/// One line of agent text as the page shows it: control, invisible and reordering characters
+/// (a right-to-left override that would turn a subject around, an escape) written out as
+/// `\u{202e}`, as the command line shows them.
+pub fn line(s: &str) -> String {
+    mailroom_core::text::escape_controls(s)
+}
+
+/// A body as the page shows it: line breaks and tabs kept, other controls and invisibles
+/// written out as [`line`] writes them.
+pub fn body(s: &str) -> String {
+    s.split('\n')
+        .map(|l| {
+            l.split('\t')
+                .map(mailroom_core::text::escape_controls)
+                .collect::<Vec<_>>()
+                .join("\t")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A message's subject and body as inert text: the body keeps its line breaks through CSS.
 pub fn content(m: &Message) -> Markup {
     html! {
-        h3.subject { a href={ "/m/" (m.id) } { (m.subject) } }
-        div.body { (m.body) }
+        h3.subject { a href={ "/m/" (m.id) } { (line(&m.subject)) } }
+        div.body { (body(&m.body)) }
     }
 }
 

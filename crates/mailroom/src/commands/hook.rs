@@ -2,7 +2,7 @@
 //! the session goes on: nothing on stdout, one warning on stderr, exit 0.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
 use mailroom_core::ops::HookEvent;
@@ -27,8 +27,14 @@ pub fn run(cli: &Cli, env: &Env) {
         Ok(None) => {}
         Err(e) => {
             // The cause may quote a hand-written file: one line, nothing raw.
+            // A core error already says its cause (as `error:` prints it); others add theirs.
+            let said = if e.downcast_ref::<mailroom_core::Error>().is_some() {
+                e.to_string()
+            } else {
+                format!("{e:#}")
+            };
             let mut cause = String::new();
-            let _ = mailroom_core::text::write_field(&mut cause, &format!("{e:#}"), 2_000);
+            let _ = mailroom_core::text::write_field(&mut cause, &said, 2_000);
             eprintln!("mailroom hook: warning: {cause}; the session goes on without mail")
         }
     }
@@ -62,22 +68,35 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
         return Ok(None);
     }
     let mut env = env.clone();
-    if let Some(cwd) = input.get("cwd").and_then(Value::as_str).map(PathBuf::from)
-        && cwd.is_dir()
-    {
-        env.cwd = Some(cwd);
-    }
-    // Cursor has no `cwd` in its common input: its project is the first workspace root.
-    if input.get("cwd").is_none()
-        && let Some(root) = input
+    // The folder the input names (Claude Code's `cwd`; Cursor has no `cwd` in its common
+    // input, its project is the first workspace root) chooses the repository, and so the
+    // identity, only within the checkout the hook was started in: an input naming another
+    // repository must not read, and mark read, that repository's mail. A hook started
+    // outside any checkout (Cursor's user hooks run in ~/.cursor) takes the input's folder.
+    let named = match input.get("cwd") {
+        Some(cwd) => cwd.as_str(),
+        None => input
             .get("workspace_roots")
             .and_then(Value::as_array)
             .and_then(|roots| roots.first())
-            .and_then(Value::as_str)
-            .map(PathBuf::from)
-        && root.is_dir()
+            .and_then(Value::as_str),
+    };
+    if let Some(dir) = named.and_then(|d| std::fs::canonicalize(d).ok())
+        && dir.is_dir()
     {
-        env.cwd = Some(root);
+        let started_in = env
+            .cwd
+            .as_deref()
+            .and_then(|c| std::fs::canonicalize(c).ok())
+            .and_then(|c| checkout(&c));
+        match started_in {
+            Some(top) if checkout(&dir).as_deref() != Some(top.as_path()) => eprintln!(
+                "mailroom hook: warning: the input names {}, outside the repository the hook runs in ({}); using the latter",
+                dir.display(),
+                top.display()
+            ),
+            _ => env.cwd = Some(dir),
+        }
     }
     // A stop that already continued once must not continue again: Claude Code, Codex and
     // Gemini CLI say so with `stop_hook_active`; Cursor counts its follow-ups in `loop_count`.
@@ -202,6 +221,13 @@ impl Harness {
             }
         }
     }
+}
+
+/// The git checkout around `dir` (the nearest ancestor holding `.git`), as identity finds it.
+fn checkout(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .map(Path::to_path_buf)
 }
 
 /// The harness's JSON on stdin; empty or absent input is an empty object.

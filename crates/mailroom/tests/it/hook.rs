@@ -600,3 +600,95 @@ fn a_checkout_spelled_in_another_case_finds_its_mailbox_mid_session_quiet_then_n
     let again = hook(&home, "PostToolUse", json!({"cwd": cwd}));
     assert_eq!(again.stdout, "", "shown once");
 }
+
+/// A hook started inside one checkout acts as that checkout's identity whatever folder its
+/// input names: another repository's mail is neither shown nor marked read. Started outside
+/// any checkout (Cursor's user hooks), it takes the input's folder.
+#[test]
+fn the_input_cannot_make_the_hook_read_another_repositorys_mail() {
+    let home = Home::new();
+    let web = std::path::PathBuf::from(repo(&home));
+    let api = home.root().join("src").join("api");
+    std::fs::create_dir_all(api.join(".git")).unwrap();
+    home.send("ops", "api", "for api only");
+    for (harness, event, input) in [
+        ("cursor", "sessionStart", json!({"workspace_roots": [api]})),
+        (
+            "cursor",
+            "stop",
+            json!({"workspace_roots": [api], "loop_count": 0}),
+        ),
+        ("opencode", "SessionStart", json!({"cwd": api})),
+        ("claude", "SessionStart", json!({"cwd": api})),
+    ] {
+        let run = home
+            .cmd(["hook", harness, event])
+            .current_dir(&web)
+            .stdin(input.to_string())
+            .ok();
+        assert!(
+            !run.stdout.contains("for api only"),
+            "{harness}: {}",
+            run.stdout
+        );
+        assert!(
+            !run.stdout.contains("api@default"),
+            "{harness}: {}",
+            run.stdout
+        );
+        assert!(
+            run.stderr.contains("outside the repository"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(
+            home.count("api", "read"),
+            0,
+            "{harness}: api's mail was marked read"
+        );
+    }
+    // A folder inside the same checkout is fine.
+    std::fs::create_dir_all(web.join("src")).unwrap();
+    let run = home
+        .cmd(["hook", "claude", "SessionStart"])
+        .current_dir(&web)
+        .stdin(json!({"cwd": web.join("src")}).to_string())
+        .ok();
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    // Outside any checkout, the workspace root names the project.
+    let run = home
+        .cmd(["hook", "cursor", "sessionStart"])
+        .stdin(json!({"workspace_roots": [api]}).to_string())
+        .ok();
+    assert!(run.stdout.contains("for api only"), "{}", run.stdout);
+}
+
+/// An unreachable PostgreSQL mailroom: the hook exits 0, prints nothing on stdout, says the
+/// cause once on stderr, and never the URL's password.
+#[test]
+fn an_unreachable_postgres_mailroom_is_one_warning_without_the_password() {
+    let home = Home::new();
+    let cwd = repo(&home);
+    for harness in ["claude", "cursor"] {
+        let run = home
+            .cmd(["hook", harness, "stop"])
+            .env("MAILROOM_URL", "postgres://me:hunter2secret@127.0.0.1:1/db")
+            .current_dir(&cwd)
+            .stdin("{}")
+            .ok();
+        assert_eq!(run.stdout, "", "{harness}");
+        assert!(!run.stderr.contains("hunter2secret"), "{}", run.stderr);
+        assert_eq!(
+            run.stderr.matches("start the server").count(),
+            1,
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr
+                .starts_with("mailroom hook: warning: cannot reach"),
+            "{}",
+            run.stderr
+        );
+    }
+}

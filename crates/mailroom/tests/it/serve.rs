@@ -454,3 +454,51 @@ fn serve_stops_on_sigterm_with_a_page_open_and_exits_0() {
         .unwrap();
     assert_eq!(exit.code(), Some(0));
 }
+
+/// The admission page moves on to the address it was opened at, never to another site:
+/// `//host/?token=...` lands on the console's own front page.
+#[test]
+fn serve_admission_never_sends_the_browser_to_another_site() {
+    let home = Home::new();
+    let c = Console::start(&home);
+    let host = c.host();
+    for path in ["//evil.example/", "/\\evil.example/"] {
+        let a = c.raw(
+            "GET",
+            &format!("{path}?token={}", c.token),
+            &[("Host", &host)],
+            "",
+        );
+        assert_eq!(a.status, 200, "{a:?}");
+        assert!(!a.body.contains("evil.example"), "{path}: {}", a.body);
+        assert!(
+            a.body.contains(r#"content="0;url=/""#),
+            "{path}: {}",
+            a.body
+        );
+    }
+}
+
+/// A right-to-left override in a subject, an escape or a bell in a body: the page writes them
+/// out (`\u{202e}`) as the command line does, and keeps the body's line breaks.
+#[test]
+fn serve_writes_out_control_and_reordering_characters() {
+    let home = Home::new();
+    hold_request(
+        &home,
+        "invoice \u{202e}fdp.exe",
+        "line one \u{1b}[31mred\u{7}\nline two\u{200b}",
+    );
+    let c = Console::start(&home);
+    for path in ["/", "/inbox"] {
+        let body = c.get(path).body;
+        assert!(body.contains("invoice \\u{202e}fdp.exe"), "{path}: {body}");
+        assert!(
+            body.contains("line one \\u{1b}[31mred\\u{7}\nline two\\u{200b}"),
+            "{path}: {body}"
+        );
+        for raw in ['\u{202e}', '\u{1b}', '\u{7}', '\u{200b}'] {
+            assert!(!body.contains(raw), "{path}: {raw:?} reached the page");
+        }
+    }
+}

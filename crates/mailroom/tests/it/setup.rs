@@ -582,3 +582,199 @@ fn each_harness_gets_its_own_hook_shape() {
     assert!(tool.stdout.contains("late news"), "{}", tool.stdout);
     assert_snapshot!("hook_shapes", m.home.redact(&shapes));
 }
+
+/// A `--binary` whose folder holds spaces, quotes and `$(...)`: the hook command a shell runs
+/// starts that binary and nothing else, a second setup finds its own entries (no duplicates),
+/// and --uninstall removes them all.
+#[test]
+fn a_binary_path_with_spaces_and_quotes_is_quoted_recognised_and_uninstalled() {
+    for harness in ["claude", "gemini", "cursor"] {
+        let m = Machine::new();
+        let canary = m.home.root().join("PWNED");
+        let dir = m
+            .home
+            .root()
+            .join(format!("my tools 'x$(touch {})\"", canary.display()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = dir.join("mailroom");
+        std::os::unix::fs::symlink(BIN, &bin).unwrap();
+        let bin = bin.to_str().unwrap();
+        let before = m.files();
+        m.setup([harness, "--binary", bin]).ok();
+        let after = m.files();
+        let again = m.setup([harness, "--binary", bin]).ok();
+        assert!(
+            again.stdout.contains("nothing to change"),
+            "{harness}: {}",
+            again.stdout
+        );
+        assert_eq!(
+            m.files(),
+            after,
+            "{harness}: the second setup changed files"
+        );
+
+        // Every hook command, run by a shell, is exactly `BIN hook HARNESS EVENT`.
+        let mut commands = Vec::new();
+        for (path, bytes) in &after {
+            if path.extension().is_some_and(|e| e == "json") {
+                collect_commands(&serde_json::from_slice(bytes).unwrap(), &mut commands);
+            }
+        }
+        assert!(!commands.is_empty(), "{harness}: no hook commands");
+        for c in &commands {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("set -- {c}; printf '%s\\n' \"$@\""))
+                .output()
+                .unwrap();
+            let words: Vec<&str> = std::str::from_utf8(&out.stdout).unwrap().lines().collect();
+            assert_eq!(words.first(), Some(&bin), "{harness}: {c}");
+            assert_eq!(words.len(), 4, "{harness}: {c}");
+            assert_eq!(&words[1..3], ["hook", harness], "{harness}: {c}");
+        }
+        assert!(!canary.exists(), "{harness}: the path ran as a command");
+
+        m.setup([harness, "--binary", bin, "--uninstall"]).ok();
+        assert_eq!(
+            m.files(),
+            before,
+            "{harness}: --uninstall left entries behind"
+        );
+    }
+}
+
+fn collect_commands(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => {
+            for (k, x) in o {
+                match (k.as_str(), x) {
+                    ("command", Value::String(s)) if s.contains(" hook ") => out.push(s.clone()),
+                    _ => collect_commands(x, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_commands(x, out)),
+        _ => {}
+    }
+}
+
+/// A `mailroom` server entry the user extended keeps what they added when setup rewrites
+/// its command and args.
+#[test]
+fn setup_keeps_what_the_user_added_to_the_mailroom_server_entry() {
+    let m = Machine::new();
+    let mcp = m.repo().join(".mcp.json");
+    m.write(
+        &mcp,
+        r#"{"mcpServers":{"mailroom":{"command":"/old/mailroom","args":["mcp"],"env":{"K":"V"}}}}"#,
+    );
+    m.setup(["claude"]).ok();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
+    assert_eq!(v["mcpServers"]["mailroom"]["env"], json!({"K": "V"}), "{v}");
+    assert_eq!(v["mcpServers"]["mailroom"]["command"], "mailroom", "{v}");
+    assert!(
+        m.setup(["claude"])
+            .ok()
+            .stdout
+            .contains("nothing to change")
+    );
+
+    let toml = m.repo().join(".codex/config.toml");
+    m.write(
+        &toml,
+        "[mcp_servers.mailroom]\ncommand = \"/old/mailroom\"\nargs = [\"mcp\"]\nstartup_timeout_sec = 30\n",
+    );
+    m.setup(["codex"]).ok();
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert!(text.contains("startup_timeout_sec = 30"), "{text}");
+    assert!(text.contains("command = \"mailroom\""), "{text}");
+    assert!(m.setup(["codex"]).ok().stdout.contains("nothing to change"));
+}
+
+/// A key written twice: the harness reads the last, an edit of the first would be invisible.
+/// Setup refuses and changes nothing.
+#[test]
+fn a_config_with_a_duplicated_key_is_refused_unchanged() {
+    for (file, text) in [
+        (
+            ".mcp.json",
+            r#"{"mcpServers":{"a":{}},"mcpServers":{"b":{}}}"#,
+        ),
+        (
+            ".claude/settings.json",
+            r#"{"hooks":{"Stop":[]},"hooks":{"Stop":[]}}"#,
+        ),
+        (
+            ".mcp.json",
+            r#"{"mcpServers":{"mailroom":{"command":"x"},"mailroom":{"command":"y"}}}"#,
+        ),
+    ] {
+        let m = Machine::new();
+        m.write(&m.repo().join(file), text);
+        let before = m.files();
+        let run = m.setup(["claude"]).fails(2);
+        assert!(
+            run.stderr
+                .contains("times and the harness reads only the last"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(m.files(), before, "{file}");
+    }
+}
+
+/// `--url` is neither ignored (the harness would use another mailroom) nor written (it may
+/// carry a password): setup refuses it, prints no password, and writes nothing.
+#[test]
+fn setup_refuses_url_without_printing_it_or_writing_anything() {
+    let m = Machine::new();
+    let before = m.files();
+    let run = m
+        .setup(["claude"])
+        .args(["--url", "postgres://me:hunter2secret@127.0.0.1:5432/db"])
+        .fails(2);
+    assert!(run.stderr.contains(".mailroom.toml"), "{}", run.stderr);
+    assert!(!run.stderr.contains("hunter2secret") && !run.stdout.contains("hunter2secret"));
+    assert_eq!(m.files(), before);
+}
+
+/// OpenCode's plugin folder, or its `.opencode`, being a link to elsewhere is refused like
+/// Claude Code's `.claude`: setup writes nothing there (exit 4) and nothing anywhere.
+#[test]
+fn a_linked_plugin_folder_is_refused_and_nothing_is_written() {
+    for (linked, scope) in [
+        (".opencode", "--project"),
+        (".opencode/plugins", "--project"),
+        (".config/opencode/plugins", "--user"),
+    ] {
+        let m = Machine::new();
+        let elsewhere = m.home.root().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let base = if scope == "--user" {
+            m.user()
+        } else {
+            m.repo()
+        };
+        let link = base.join(linked);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let before = m.files();
+        let run = m.setup(["opencode", scope]).run();
+        assert_eq!(run.code, 4, "{linked}: {}", run.stderr);
+        assert!(run.stderr.contains("is a symbolic link"), "{}", run.stderr);
+        assert_eq!(
+            std::fs::read_dir(&elsewhere).unwrap().count(),
+            0,
+            "{linked}"
+        );
+        assert_eq!(m.files(), before, "{linked}");
+    }
+    // A linked XDG `.config` is the user's own arrangement: setup writes through it.
+    let m = Machine::new();
+    let elsewhere = m.home.root().join("dotfiles-config");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, m.user().join(".config")).unwrap();
+    m.setup(["opencode", "--user"]).ok();
+    assert!(elsewhere.join("opencode/plugins/mailroom.js").is_file());
+}

@@ -122,7 +122,31 @@ fn has_comments(root: &CstRootNode) -> bool {
     root.children().iter().any(walk)
 }
 
+/// Refuses an object holding `name` more than once: the CST edits the first, the harness's
+/// JSON parser keeps the last, so the edit would be invisible to it.
+fn once(obj: &CstObject, name: &str) -> Result<()> {
+    let n = obj
+        .properties()
+        .iter()
+        .filter(|p| p.name().and_then(|n| n.decoded_value().ok()).as_deref() == Some(name))
+        .count();
+    if n > 1 {
+        return Err(anyhow!(
+            "it holds the key \"{name}\" {n} times and the harness reads only the last; keep one"
+        ));
+    }
+    Ok(())
+}
+
 fn server(obj: &CstObject, container: &str, value: &Value, remove: bool) -> Result<()> {
+    once(obj, container)?;
+    if let Some(servers) = obj
+        .get(container)
+        .and_then(|p| p.value())
+        .and_then(|v| v.as_object())
+    {
+        once(&servers, "mailroom")?;
+    }
     let servers = match obj.get(container) {
         Some(prop) => match prop.value() {
             Some(v) => Some(
@@ -156,12 +180,19 @@ fn server(obj: &CstObject, container: &str, value: &Value, remove: bool) -> Resu
     };
     match servers.get("mailroom") {
         Some(prop) => {
-            let same = prop
-                .value()
-                .and_then(|v| v.to_serde_value())
-                .is_some_and(|v| &v == value);
-            if !same {
-                prop.set_value(input(value));
+            // What the user added to the entry (`env`, `cwd`, a timeout...) stays; setup
+            // rewrites only the keys it writes.
+            let current = prop.value().and_then(|v| v.to_serde_value());
+            let mut wanted = value.clone();
+            if let (Some(Value::Object(old)), Value::Object(new)) = (&current, &mut wanted) {
+                for (k, v) in old {
+                    if !new.contains_key(k) {
+                        new.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+            if current.as_ref() != Some(&wanted) {
+                prop.set_value(input(&wanted));
             }
         }
         None => {
@@ -198,6 +229,16 @@ fn hooks(
     remove: bool,
     is_ours: &dyn Fn(&str) -> bool,
 ) -> Result<()> {
+    once(obj, "hooks")?;
+    if let Some(h) = obj
+        .get("hooks")
+        .and_then(|p| p.value())
+        .and_then(|v| v.as_object())
+    {
+        for entry in events {
+            once(&h, entry.event)?;
+        }
+    }
     let hooks = match obj.get("hooks").and_then(|p| p.value()) {
         Some(v) => Some(
             v.as_object()

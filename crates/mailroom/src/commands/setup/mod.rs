@@ -56,6 +56,13 @@ struct Places {
 }
 
 impl Places {
+    /// The folders whose config files setup edits live below: HOME, and the project.
+    fn roots(&self) -> Vec<&Path> {
+        std::iter::once(self.home.as_path())
+            .chain(self.project.as_deref())
+            .collect()
+    }
+
     fn from_env(env: &Env) -> Result<Places> {
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
@@ -129,17 +136,72 @@ fn shell_quote(s: &str) -> String {
 /// Whether a hook command is one mailroom wrote for `harness`: its program is a `mailroom`
 /// binary and it ends in `hook HARNESS EVENT`.
 fn is_ours(command: &str, harness: Harness) -> bool {
-    let words: Vec<&str> = command.split_whitespace().collect();
-    let Some(first) = words.first() else {
+    let Some(words) = shell_words(command) else {
         return false;
     };
-    let program = first.trim_matches('\'');
+    let Some(program) = words.first() else {
+        return false;
+    };
     let named = Path::new(program)
         .file_name()
         .and_then(|n| n.to_str())
         .is_some_and(|n| n == "mailroom");
     let n = words.len();
     named && n >= 4 && words[n - 3] == "hook" && words[n - 2] == harness_name(harness)
+}
+
+/// The words a POSIX shell would split a simple command into (quotes and backslashes
+/// resolved), so a program path with spaces, quoted by `shell_quote`, is still one word.
+/// None for what is not a plain command (an unclosed quote, `;`, `|`, `&`, `$`, a backtick,
+/// a redirection): such a line is never one mailroom wrote.
+fn shell_words(s: &str) -> Option<Vec<String>> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ' ' | '\t' | '\n' => {
+                if let Some(w) = word.take() {
+                    words.push(w);
+                }
+            }
+            '\'' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '\'' => break,
+                        c => w.push(c),
+                    }
+                }
+            }
+            '"' => {
+                let w = word.get_or_insert_with(String::new);
+                loop {
+                    match chars.next()? {
+                        '"' => break,
+                        '$' | '`' => return None,
+                        '\\' => match chars.next()? {
+                            c @ ('"' | '\\' | '$' | '`') => w.push(c),
+                            '\n' => {}
+                            c => {
+                                w.push('\\');
+                                w.push(c);
+                            }
+                        },
+                        c => w.push(c),
+                    }
+                }
+            }
+            '\\' => match chars.next()? {
+                '\n' => {}
+                c => word.get_or_insert_with(String::new).push(c),
+            },
+            ';' | '|' | '&' | '$' | '`' | '<' | '>' | '(' | ')' => return None,
+            c => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    Some(words)
 }
 
 fn harness_name(h: Harness) -> &'static str {
@@ -483,7 +545,7 @@ export const Mailroom = async ({{ client, directory }}) => {{
 }
 
 /// What a file holds now: None when absent. Refuses symlinks and what is not a regular file.
-fn read_config(path: &Path) -> Result<Option<String>> {
+fn read_config(path: &Path, roots: &[&Path]) -> Result<Option<String>> {
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -496,17 +558,31 @@ fn read_config(path: &Path) -> Result<Option<String>> {
         }
         Ok(_) => {}
     }
-    if let Some(parent) = path.parent()
-        && std::fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink())
-        && parent
+    // The folders between the scope's root (the project, or HOME) and the file are the
+    // harness's own (`.claude`, `.opencode/plugins`, `.config/opencode/plugins`): none may be a
+    // link. The XDG `.config`, shared by every program, and the root and above are the user's.
+    let root = roots
+        .iter()
+        .filter(|r| path.starts_with(r) && path != **r)
+        .max_by_key(|r| r.components().count());
+    let between: Vec<&Path> = match root {
+        Some(root) => path.ancestors().skip(1).take_while(|d| d != root).collect(),
+        None => path.parent().into_iter().collect(),
+    };
+    for dir in between {
+        let dotted = dir
             .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with('.'))
-    {
-        return Err(Error::Refused(format!(
-            "{} is a symbolic link; setup does not write through links",
-            parent.display()
-        ))
-        .into());
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if root.is_none() && !dotted || dir.file_name().is_some_and(|n| n == ".config") {
+            continue;
+        }
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::Refused(format!(
+                "{} is a symbolic link; setup does not write through links and changed nothing (edit the files it points to yourself, or replace the link with a folder)",
+                dir.display()
+            ))
+            .into());
+        }
     }
     match crate::files::read_regular(path, MAX_CONFIG_BYTES, false) {
         Ok(c) => String::from_utf8(c.bytes).map(Some).map_err(|_| {
@@ -616,26 +692,34 @@ fn toml_edit_server(
         .get_mut("mcp_servers")
         .and_then(|s| s.as_table_like_mut())
         .ok_or_else(|| anyhow!("its mcp_servers is not a table"))?;
-    let same = servers
-        .get("mailroom")
-        .and_then(|s| s.as_table_like())
-        .is_some_and(|t| {
-            t.len() == 2
-                && t.get("command").and_then(|c| c.as_str()) == Some(command)
-                && t.get("args").and_then(|a| a.as_array()).is_some_and(|a| {
-                    a.iter().map(|v| v.as_str()).collect::<Vec<_>>()
-                        == args.iter().map(|s| Some(s.as_str())).collect::<Vec<_>>()
-                })
-        });
-    if !same {
-        let mut t = toml_edit::Table::new();
-        t.insert("command", toml_edit::value(command));
-        let mut a = toml_edit::Array::new();
-        for s in args {
-            a.push(s.as_str());
+    let mut a = toml_edit::Array::new();
+    for s in args {
+        a.push(s.as_str());
+    }
+    match servers
+        .get_mut("mailroom")
+        .and_then(|s| s.as_table_like_mut())
+    {
+        // What the user added to the entry (`env`, `cwd`, a timeout...) stays; setup rewrites
+        // only the keys it writes, and only when they differ.
+        Some(t) => {
+            if t.get("command").and_then(|c| c.as_str()) != Some(command) {
+                t.insert("command", toml_edit::value(command));
+            }
+            let same_args = t.get("args").and_then(|a| a.as_array()).is_some_and(|a| {
+                a.iter().map(|v| v.as_str()).collect::<Vec<_>>()
+                    == args.iter().map(|s| Some(s.as_str())).collect::<Vec<_>>()
+            });
+            if !same_args {
+                t.insert("args", toml_edit::value(a));
+            }
         }
-        t.insert("args", toml_edit::value(a));
-        servers.insert("mailroom", toml_edit::Item::Table(t));
+        None => {
+            let mut t = toml_edit::Table::new();
+            t.insert("command", toml_edit::value(command));
+            t.insert("args", toml_edit::value(a));
+            servers.insert("mailroom", toml_edit::Item::Table(t));
+        }
     }
     Ok(Some(doc.to_string()))
 }
@@ -714,6 +798,14 @@ fn on_path(name: &str) -> Option<PathBuf> {
 }
 
 fn invocation(cli: &Cli, args: &SetupArgs) -> Result<Invocation> {
+    if cli.url.is_some() {
+        // Ignoring it would wire the harness to another mailroom than the one named; writing
+        // it would copy a password into files that are often committed.
+        return Err(Error::Invalid(
+            "setup does not write --url into the harness's configs (a URL may carry a password); put url = \"postgres://...\" in the repository's .mailroom.toml or set MAILROOM_URL, which the hooks and the MCP server read".into(),
+        )
+        .into());
+    }
     let program = match &args.binary {
         Some(b) => {
             use std::os::unix::fs::PermissionsExt as _;
@@ -832,7 +924,7 @@ pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
             let path = piece.path().to_path_buf();
             let current = match files.iter().find(|f| f.0 == path) {
                 Some(f) => f.2.clone(),
-                None => read_config(&path)?,
+                None => read_config(&path, &places.roots())?,
             };
             let next = apply(piece, current.as_deref(), *h, args.uninstall)?;
             match files.iter_mut().find(|f| f.0 == path) {
@@ -960,7 +1052,7 @@ fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> Result<()> 
             let mut parts = Vec::new();
             let mut missing = Vec::new();
             for piece in &pieces {
-                let text = match read_config(piece.path()) {
+                let text = match read_config(piece.path(), &places.roots()) {
                     Ok(t) => t,
                     Err(e) => {
                         parts.push(format!("{}: {e:#}", piece.path().display()));
@@ -1075,9 +1167,10 @@ fn wired(piece: &Piece, text: Option<&str>, h: Harness, programs: &mut Vec<Strin
                                 if ok
                                     && let Some(first) = c["command"]
                                         .as_str()
-                                        .and_then(|s| s.split_whitespace().next())
+                                        .and_then(shell_words)
+                                        .and_then(|w| w.into_iter().next())
                                 {
-                                    programs.push(first.trim_matches('\'').to_owned());
+                                    programs.push(first);
                                 }
                                 ok
                             })
