@@ -155,8 +155,17 @@ pub fn redacted(raw: &str) -> String {
     scrub(raw, raw)
 }
 
+/// How long a connection attempt may take, when the URL does not say, for the commands that
+/// must never hold a session up: the hooks and `setup --check`.
+pub const QUICK_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Parses a PostgreSQL URL (or `key=value` string), adding mailroom's defaults.
 pub fn parse_url(raw: &str) -> Result<Config, Error> {
+    parse_url_with(raw, CONNECT_TIMEOUT)
+}
+
+/// [`parse_url`] with `connect_timeout` as the connection timeout when the URL gives none.
+pub fn parse_url_with(raw: &str, connect_timeout: Duration) -> Result<Config, Error> {
     let mut config: Config = raw.parse().map_err(|e: postgres::Error| {
         Error::Invalid(format!(
             "the PostgreSQL URL is not valid ({}); write it as postgres://USER@HOST:PORT/DATABASE",
@@ -173,7 +182,7 @@ pub fn parse_url(raw: &str) -> Result<Config, Error> {
         config.host("localhost");
     }
     if config.get_connect_timeout().is_none() {
-        config.connect_timeout(CONNECT_TIMEOUT);
+        config.connect_timeout(connect_timeout);
     }
     if config.get_application_name().is_none() {
         config.application_name("mailroom");
@@ -263,6 +272,13 @@ impl PgStore {
     /// schema, and keeps the connection for the first call.
     pub fn open(url: &str) -> Result<PgStore, Error> {
         PgStore::open_config(parse_url(url)?)
+    }
+
+    /// [`PgStore::open`] giving up on connecting after [`QUICK_CONNECT_TIMEOUT`] unless the URL
+    /// sets its own `connect_timeout`: for the hooks and `setup --check`, which run at a
+    /// session's start and must not hold it for long when the server is unreachable.
+    pub fn open_quick(url: &str) -> Result<PgStore, Error> {
+        PgStore::open_config(parse_url_with(url, QUICK_CONNECT_TIMEOUT)?)
     }
 
     pub fn open_config(config: Config) -> Result<PgStore, Error> {
@@ -548,6 +564,20 @@ mod tests {
         assert!(!text.contains("s3cret"), "{text}");
         assert!(text.contains("not valid"), "{text}");
         assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid);
+    }
+
+    #[test]
+    fn the_quick_open_waits_two_seconds_unless_the_url_says_otherwise() {
+        let c = parse_url_with("postgres://u@10.255.255.1/d", QUICK_CONNECT_TIMEOUT).unwrap();
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(2)));
+        let c = parse_url("postgres://u@10.255.255.1/d").unwrap();
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(10)));
+        let c = parse_url_with(
+            "postgres://u@10.255.255.1/d?connect_timeout=7",
+            QUICK_CONNECT_TIMEOUT,
+        )
+        .unwrap();
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(7)));
     }
 
     #[test]
