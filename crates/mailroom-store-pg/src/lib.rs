@@ -21,15 +21,15 @@
 mod codec;
 mod imp;
 pub mod testing;
+mod tls;
 mod watch;
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use mailroom_core::Error;
-use postgres::config::SslMode;
 use postgres::error::SqlState;
-use postgres::{Client, Config, NoTls, Transaction};
+use postgres::{Client, Config, Transaction};
 
 /// The embedded migrations, in order: version N is `MIGRATIONS[N - 1]`. Append only.
 const MIGRATIONS: &[&str] = &[
@@ -166,18 +166,20 @@ pub fn parse_url(raw: &str) -> Result<Config, Error> {
 
 /// [`parse_url`] with `connect_timeout` as the connection timeout when the URL gives none.
 pub fn parse_url_with(raw: &str, connect_timeout: Duration) -> Result<Config, Error> {
+    if let Some(mode) = ["verify-ca", "verify-full"]
+        .into_iter()
+        .find(|m| raw.contains(&format!("sslmode={m}")))
+    {
+        return Err(Error::Invalid(format!(
+            "sslmode={mode} is not supported: this mailroom does not verify server certificates; write sslmode=require (encrypted, certificate not checked) and reach the server over a network you trust"
+        )));
+    }
     let mut config: Config = raw.parse().map_err(|e: postgres::Error| {
         Error::Invalid(format!(
             "the PostgreSQL URL is not valid ({}); write it as postgres://USER@HOST:PORT/DATABASE",
             scrub(&e.to_string(), raw)
         ))
     })?;
-    if matches!(config.get_ssl_mode(), SslMode::Require) {
-        return Err(Error::Invalid(format!(
-            "{} asks for sslmode=require, but this mailroom connects without TLS; reach the server over a private network or an SSH tunnel and drop sslmode=require",
-            shown_url(&config)
-        )));
-    }
     if config.get_hosts().is_empty() {
         config.host("localhost");
     }
@@ -188,6 +190,27 @@ pub fn parse_url_with(raw: &str, connect_timeout: Duration) -> Result<Config, Er
         config.application_name("mailroom");
     }
     Ok(config)
+}
+
+/// A plain client for `url`, connected as the store connects (TLS as `sslmode` says): for
+/// tools and tests that look behind the store.
+pub fn connect(url: &str) -> Result<Client, Error> {
+    let config = parse_url(url)?;
+    dial(&config, &shown_url(&config))
+}
+
+/// A new connection to the server of `config`, encrypted as its `sslmode` says (see `tls`);
+/// its failure is one sentence naming `shown`.
+pub(crate) fn dial(config: &Config, shown: &str) -> Result<Client, Error> {
+    let tls = tls::connector().map_err(|e| {
+        sentence(
+            format!("cannot set up TLS for the PostgreSQL server at {shown}"),
+            e.to_string(),
+        )
+    })?;
+    config
+        .connect(tls)
+        .map_err(|e| connect_error(shown, config, &e))
 }
 
 /// The sentence for a connection that could not be made.
@@ -215,6 +238,21 @@ fn connect_error(shown: &str, config: &Config, e: &postgres::Error) -> Error {
         return sentence(
             format!("the PostgreSQL server at {shown} refused the connection"),
             db.message().to_owned(),
+        );
+    }
+    if e.to_string().starts_with("error performing TLS handshake") {
+        let cause = std::error::Error::source(e).map_or_else(String::new, ToString::to_string);
+        if cause.contains("does not support TLS") {
+            return sentence(
+                format!("the PostgreSQL server at {shown} does not offer TLS, and the URL asks for sslmode=require"),
+                "turn ssl on in the server's postgresql.conf, or write sslmode=prefer (encrypt when offered) or sslmode=disable in the URL".to_owned(),
+            );
+        }
+        return sentence(
+            format!("the TLS handshake with the PostgreSQL server at {shown} failed"),
+            format!(
+                "{cause}; check the server's certificate and ssl settings, or write sslmode=disable in the URL"
+            ),
         );
     }
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
@@ -283,9 +321,7 @@ impl PgStore {
 
     pub fn open_config(config: Config) -> Result<PgStore, Error> {
         let shown = shown_url(&config);
-        let mut client = config
-            .connect(NoTls)
-            .map_err(|e| connect_error(&shown, &config, &e))?;
+        let mut client = dial(&config, &shown)?;
         let schema = migrate(&mut client, &shown)?;
         Ok(PgStore {
             config,
@@ -316,9 +352,7 @@ impl PgStore {
     }
 
     fn connect(&self) -> Result<Client, Error> {
-        self.config
-            .connect(NoTls)
-            .map_err(|e| connect_error(&self.shown, &self.config, &e))
+        dial(&self.config, &self.shown)
     }
 
     fn take(&self) -> Result<Client, Error> {

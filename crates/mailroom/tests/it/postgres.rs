@@ -264,9 +264,9 @@ fn connection_failures_are_one_sentence_that_never_shows_the_password() {
             "is not a PostgreSQL URL",
         ),
         (
-            format!("postgres://postgres:hunter2secret@{host}/test?sslmode=require"),
+            format!("postgres://postgres:hunter2secret@{host}/test?sslmode=verify-full"),
             2,
-            "sslmode=require",
+            "sslmode=verify-full is not supported",
         ),
     ];
     for (url, code, says) in cases {
