@@ -518,8 +518,8 @@ fn cli_victim(
     match (cut, h.mr.url()) {
         (Some(pg), Some(url)) => {
             // A volley: the command's backend, and each it reconnects with, is cut until it
-            // ends (or the operation's typical duration has passed again).
-            let until = Instant::now() + window;
+            // ends (or twice the operation's typical duration has passed).
+            let until = Instant::now() + window * 2;
             let mut n = 0;
             loop {
                 n += pg.cut(url)?;

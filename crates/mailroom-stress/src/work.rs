@@ -30,11 +30,20 @@ pub struct Common {
 }
 
 /// The PostgreSQL server a run uses, and the schemas it created there.
-#[derive(Debug)]
 pub struct PgServer {
     base: String,
     admin: postgres::Config,
     schemas: std::sync::Mutex<Vec<String>>,
+    /// The connection [`PgServer::cut`] uses, kept so that a volley of cuts is quick.
+    cutter: std::sync::Mutex<Option<postgres::Client>>,
+}
+
+impl std::fmt::Debug for PgServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgServer")
+            .field("server", &mailroom_store_pg::shown_url(&self.admin))
+            .finish_non_exhaustive()
+    }
 }
 
 impl PgServer {
@@ -50,6 +59,7 @@ impl PgServer {
             base: url.to_owned(),
             admin,
             schemas: std::sync::Mutex::new(Vec::new()),
+            cutter: std::sync::Mutex::new(None),
         })
     }
 
@@ -97,7 +107,15 @@ impl PgServer {
         let Some(app) = url.rsplit_once("application_name=").map(|(_, a)| a) else {
             return Ok(0);
         };
-        let row = self.admin()?.query_one(
+        let mut cutter = self
+            .cutter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let client = match cutter.take() {
+            Some(c) if !c.is_closed() => cutter.insert(c),
+            _ => cutter.insert(self.admin()?),
+        };
+        let row = client.query_one(
             "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity \
              WHERE application_name = $1 AND pid <> pg_backend_pid()",
             &[&app],
