@@ -517,9 +517,9 @@ fn cli_victim(
     let mut interrupted = false;
     match (cut, h.mr.url()) {
         (Some(pg), Some(url)) => {
-            // A volley: the command's backend, and each it reconnects with, is cut until it
-            // ends (or twice the operation's typical duration has passed).
-            let until = Instant::now() + window * 2;
+            // A volley: the command's backend, and each it reconnects with, is cut until the
+            // command ends (ten seconds at most: one that hangs is then seen below).
+            let until = Instant::now() + Duration::from_secs(10);
             let mut n = 0;
             loop {
                 n += pg.cut(url)?;
