@@ -536,6 +536,8 @@ fn cli_victim(
                 // of the change or none of it; the checker holds it to that below.
                 interrupted = true;
                 stats.cut_refused += 1;
+                // A fault that landed mid-run, like a kill that did.
+                stats.killed += 1;
             } else {
                 stats.completed += 1;
                 acknowledge(h, &op, &o, p);
