@@ -21,15 +21,15 @@
 mod codec;
 mod imp;
 pub mod testing;
+mod tls;
 mod watch;
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use mailroom_core::Error;
-use postgres::config::SslMode;
 use postgres::error::SqlState;
-use postgres::{Client, Config, NoTls, Transaction};
+use postgres::{Client, Config, Transaction};
 
 /// The embedded migrations, in order: version N is `MIGRATIONS[N - 1]`. Append only.
 const MIGRATIONS: &[&str] = &[
@@ -155,30 +155,62 @@ pub fn redacted(raw: &str) -> String {
     scrub(raw, raw)
 }
 
+/// How long a connection attempt may take, when the URL does not say, for the commands that
+/// must never hold a session up: the hooks and `setup --check`.
+pub const QUICK_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Parses a PostgreSQL URL (or `key=value` string), adding mailroom's defaults.
 pub fn parse_url(raw: &str) -> Result<Config, Error> {
+    parse_url_with(raw, CONNECT_TIMEOUT)
+}
+
+/// [`parse_url`] with `connect_timeout` as the connection timeout when the URL gives none.
+pub fn parse_url_with(raw: &str, connect_timeout: Duration) -> Result<Config, Error> {
+    if let Some(mode) = ["verify-ca", "verify-full"]
+        .into_iter()
+        .find(|m| raw.contains(&format!("sslmode={m}")))
+    {
+        return Err(Error::Invalid(format!(
+            "sslmode={mode} is not supported: this mailroom does not verify server certificates; write sslmode=require (encrypted, certificate not checked) and reach the server over a network you trust"
+        )));
+    }
     let mut config: Config = raw.parse().map_err(|e: postgres::Error| {
         Error::Invalid(format!(
             "the PostgreSQL URL is not valid ({}); write it as postgres://USER@HOST:PORT/DATABASE",
             scrub(&e.to_string(), raw)
         ))
     })?;
-    if matches!(config.get_ssl_mode(), SslMode::Require) {
-        return Err(Error::Invalid(format!(
-            "{} asks for sslmode=require, but this mailroom connects without TLS; reach the server over a private network or an SSH tunnel and drop sslmode=require",
-            shown_url(&config)
-        )));
-    }
     if config.get_hosts().is_empty() {
         config.host("localhost");
     }
     if config.get_connect_timeout().is_none() {
-        config.connect_timeout(CONNECT_TIMEOUT);
+        config.connect_timeout(connect_timeout);
     }
     if config.get_application_name().is_none() {
         config.application_name("mailroom");
     }
     Ok(config)
+}
+
+/// A plain client for `url`, connected as the store connects (TLS as `sslmode` says): for
+/// tools and tests that look behind the store.
+pub fn connect(url: &str) -> Result<Client, Error> {
+    let config = parse_url(url)?;
+    dial(&config, &shown_url(&config))
+}
+
+/// A new connection to the server of `config`, encrypted as its `sslmode` says (see `tls`);
+/// its failure is one sentence naming `shown`.
+pub(crate) fn dial(config: &Config, shown: &str) -> Result<Client, Error> {
+    let tls = tls::connector().map_err(|e| {
+        sentence(
+            format!("cannot set up TLS for the PostgreSQL server at {shown}"),
+            e.to_string(),
+        )
+    })?;
+    config
+        .connect(tls)
+        .map_err(|e| connect_error(shown, config, &e))
 }
 
 /// The sentence for a connection that could not be made.
@@ -206,6 +238,21 @@ fn connect_error(shown: &str, config: &Config, e: &postgres::Error) -> Error {
         return sentence(
             format!("the PostgreSQL server at {shown} refused the connection"),
             db.message().to_owned(),
+        );
+    }
+    if e.to_string().starts_with("error performing TLS handshake") {
+        let cause = std::error::Error::source(e).map_or_else(String::new, ToString::to_string);
+        if cause.contains("does not support TLS") {
+            return sentence(
+                format!("the PostgreSQL server at {shown} does not offer TLS, and the URL asks for sslmode=require"),
+                "turn ssl on in the server's postgresql.conf, or write sslmode=prefer (encrypt when offered) or sslmode=disable in the URL".to_owned(),
+            );
+        }
+        return sentence(
+            format!("the TLS handshake with the PostgreSQL server at {shown} failed"),
+            format!(
+                "{cause}; check the server's certificate and ssl settings, or write sslmode=disable in the URL"
+            ),
         );
     }
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
@@ -265,11 +312,16 @@ impl PgStore {
         PgStore::open_config(parse_url(url)?)
     }
 
+    /// [`PgStore::open`] giving up on connecting after [`QUICK_CONNECT_TIMEOUT`] unless the URL
+    /// sets its own `connect_timeout`: for the hooks and `setup --check`, which run at a
+    /// session's start and must not hold it for long when the server is unreachable.
+    pub fn open_quick(url: &str) -> Result<PgStore, Error> {
+        PgStore::open_config(parse_url_with(url, QUICK_CONNECT_TIMEOUT)?)
+    }
+
     pub fn open_config(config: Config) -> Result<PgStore, Error> {
         let shown = shown_url(&config);
-        let mut client = config
-            .connect(NoTls)
-            .map_err(|e| connect_error(&shown, &config, &e))?;
+        let mut client = dial(&config, &shown)?;
         let schema = migrate(&mut client, &shown)?;
         Ok(PgStore {
             config,
@@ -300,9 +352,7 @@ impl PgStore {
     }
 
     fn connect(&self) -> Result<Client, Error> {
-        self.config
-            .connect(NoTls)
-            .map_err(|e| connect_error(&self.shown, &self.config, &e))
+        dial(&self.config, &self.shown)
     }
 
     fn take(&self) -> Result<Client, Error> {
@@ -548,6 +598,20 @@ mod tests {
         assert!(!text.contains("s3cret"), "{text}");
         assert!(text.contains("not valid"), "{text}");
         assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid);
+    }
+
+    #[test]
+    fn the_quick_open_waits_two_seconds_unless_the_url_says_otherwise() {
+        let c = parse_url_with("postgres://u@10.255.255.1/d", QUICK_CONNECT_TIMEOUT).unwrap();
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(2)));
+        let c = parse_url("postgres://u@10.255.255.1/d").unwrap();
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(10)));
+        let c = parse_url_with(
+            "postgres://u@10.255.255.1/d?connect_timeout=7",
+            QUICK_CONNECT_TIMEOUT,
+        )
+        .unwrap();
+        assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(7)));
     }
 
     #[test]

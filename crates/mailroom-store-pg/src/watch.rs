@@ -33,10 +33,7 @@ impl PgWatch {
     }
 
     fn reconnect(&mut self) -> Result<()> {
-        let client = self
-            .config
-            .connect(postgres::NoTls)
-            .map_err(|e| crate::connect_error(&self.shown, &self.config, &e))?;
+        let client = crate::dial(&self.config, &self.shown)?;
         self.client = client;
         listen_on(&mut self.client, &self.channels).map_err(|e| {
             crate::sentence(
@@ -54,9 +51,7 @@ fn listen_on(client: &mut Client, channels: &[String]) -> Result<(), postgres::E
 }
 
 fn listen(store: &PgStore, config: &Config, channels: &[String]) -> Result<Client> {
-    let mut client = config
-        .connect(postgres::NoTls)
-        .map_err(|e| crate::connect_error(&store.shown, config, &e))?;
+    let mut client = crate::dial(config, &store.shown)?;
     listen_on(&mut client, channels).map_err(|e| store.failed("start listening for mail", &e))?;
     Ok(client)
 }

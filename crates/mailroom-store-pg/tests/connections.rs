@@ -349,3 +349,81 @@ fn a_strict_role_cannot_widen_its_identities_with_tables_of_its_own() {
         std::panic::resume_unwind(panic);
     }
 }
+
+/// A server that answers every SSLRequest with `N` (no TLS here), as PostgreSQL does with
+/// `ssl = off`; returns its port. It serves one connection per attempt, then stops.
+fn server_without_tls(attempts: usize) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        for _ in 0..attempts {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            // SSLRequest: length 8, code 80877103.
+            let mut request = [0u8; 8];
+            if s.read_exact(&mut request).is_ok() && request == [0, 0, 0, 8, 4, 210, 22, 47] {
+                let _ = s.write_all(b"N");
+            }
+            // Whatever comes next (a clear-text startup under `prefer`) is left unanswered
+            // and the connection closed.
+        }
+    });
+    port
+}
+
+#[test]
+fn sslmode_require_against_a_server_without_tls_fails_in_one_sentence() {
+    let port = server_without_tls(1);
+    let e = PgStore::open(&format!(
+        "postgres://alice:hunter2@127.0.0.1:{port}/mail?sslmode=require"
+    ))
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the PostgreSQL server at postgres://alice@127.0.0.1:{port}/mail does not offer TLS, and the URL asks for sslmode=require: turn ssl on in the server's postgresql.conf, or write sslmode=prefer (encrypt when offered) or sslmode=disable in the URL"
+        )
+    );
+}
+
+#[test]
+fn verify_modes_are_refused_rather_than_weakened() {
+    let e = PgStore::open("postgres://u@127.0.0.1:1/d?sslmode=verify-full").unwrap_err();
+    assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid);
+    assert!(e.to_string().contains("sslmode=require"), "{e}");
+}
+
+/// Whether the server says this connection is encrypted.
+fn encrypted(url: &str) -> bool {
+    let mut c = mailroom_store_pg::connect(url).unwrap();
+    c.query_one(
+        "SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
+        &[],
+    )
+    .unwrap()
+    .get(0)
+}
+
+#[test]
+fn sslmode_decides_whether_the_connection_is_encrypted_when_the_server_offers_tls() {
+    let Some(db) = TestDb::create("sslmode") else {
+        return;
+    };
+    let mut admin = db.admin();
+    let ssl: String = admin.query_one("SHOW ssl", &[]).unwrap().get(0);
+    let with = |mode: &str| format!("{}&sslmode={mode}", db.url());
+    assert!(!encrypted(&with("disable")));
+    if ssl != "on" {
+        eprintln!("sslmode: the test server has ssl off; only sslmode=disable was checked here");
+        return;
+    }
+    assert!(encrypted(&with("require")));
+    assert!(encrypted(&with("prefer")));
+    // And a mailroom works end to end over it.
+    let store = PgStore::open(&with("require")).unwrap();
+    let sent = message("alice@web", &["bob@web"], "over TLS");
+    store.deliver_all(&sent.to, &sent).unwrap();
+    assert_eq!(store.pending(&addr("bob@web")).unwrap().messages.len(), 1);
+}

@@ -15,12 +15,11 @@ use serde_json::{Value, json};
 
 use crate::bodies::{self, Marker};
 use crate::check::{self, Category, Problems};
-use crate::disk::Snapshot;
 use crate::ledger::{Edit, EditOutcome, Ledger};
 use crate::mcp::{McpClient, tool_result};
 use crate::rng::Rng;
 use crate::runner::{Mailroom, Outcome};
-use crate::work::{Common, Work};
+use crate::work::{Common, PgServer, Work};
 
 #[derive(Debug, Args)]
 pub struct CrashArgs {
@@ -101,6 +100,10 @@ struct Stats {
     mcp_reach: [usize; 2],
     /// Unanswered keyed calls made again through a fresh server.
     mcp_resent: usize,
+    /// PostgreSQL: backends terminated under a running command, and the commands that then
+    /// said they failed (the rest had finished or not yet connected).
+    backends_cut: usize,
+    cut_refused: usize,
 }
 
 /// One home and what was done in it.
@@ -130,6 +133,7 @@ pub fn run(args: &CrashArgs) -> Result<bool> {
     );
     let started = Instant::now();
     let typical = calibrate(&work)?;
+    let pg = work.pg.as_ref();
     println!(
         "crash: typical durations (median of 5): {}",
         Victim::ALL
@@ -147,12 +151,7 @@ pub fn run(args: &CrashArgs) -> Result<bool> {
                 retire(h, &mut stats, problems.is_empty())?;
             }
             home = Some(Home {
-                mr: Mailroom::new(
-                    &work.bin,
-                    work.home(&format!("home-{trial}")),
-                    work.cwd.clone(),
-                    &work.journal,
-                ),
+                mr: work.mailroom(&format!("home-{trial}"))?,
                 ledger: Ledger::default(),
                 seq: 0,
             });
@@ -160,18 +159,23 @@ pub fn run(args: &CrashArgs) -> Result<bool> {
         let Some(h) = home.as_mut() else { continue };
         let mut rng = Rng::derive(work.seed, &[trial as u64]);
         let before = problems.len();
-        let label = one_trial(h, &mut rng, &typical, &mut stats, &mut problems)?;
+        let label = one_trial(h, pg, &mut rng, &typical, &mut stats, &mut problems)?;
         problems.label_since(before, &format!("trial {trial} ({label})"));
     }
     if let Some(h) = home.take() {
         retire(h, &mut stats, problems.is_empty())?;
     }
-    let before = problems.len();
-    let (import_kills, import_trials) =
-        crate::import_crash::run(&work, (trials / 10).max(5), &mut problems)?;
-    problems.label_since(before, "imports");
+    // Imports read a tree of files into a home; they are proved on the file store only.
+    let (import_kills, import_trials) = if work.pg.is_none() {
+        let before = problems.len();
+        let r = crate::import_crash::run(&work, (trials / 10).max(5), &mut problems)?;
+        problems.label_since(before, "imports");
+        r
+    } else {
+        (0, 0)
+    };
     println!(
-        "crash: trials={trials} faults_injected={} completed_before_kill={} killed_sends_reaching(0/1/2 recipients)={}/{}/{} keyed_retries={} operations={} acknowledged={} debris_cleaned={} imports(trials={import_trials} killed={import_kills}) mcp(trials={} calls={} answered_before_kill={} unanswered_reaching(0/1)={}/{} keyed_resends={}) {problems} seed={} duration={:.1}s",
+        "crash: trials={trials} faults_injected={} completed_before_kill={} killed_sends_reaching(0/1/2 recipients)={}/{}/{} keyed_retries={} operations={} acknowledged={} debris_cleaned={} imports(trials={import_trials} killed={import_kills}) mcp(trials={} calls={} answered_before_kill={} unanswered_reaching(0/1)={}/{} keyed_resends={}) pg(backends_cut={} cut_refused={}) {problems} seed={} duration={:.1}s",
         stats.killed,
         stats.completed,
         stats.send_reach[0],
@@ -187,6 +191,8 @@ pub fn run(args: &CrashArgs) -> Result<bool> {
         stats.mcp_reach[0],
         stats.mcp_reach[1],
         stats.mcp_resent,
+        stats.backends_cut,
+        stats.cut_refused,
         work.seed,
         started.elapsed().as_secs_f64()
     );
@@ -216,12 +222,7 @@ fn retire(h: Home<'_>, stats: &mut Stats, passed: bool) -> Result<()> {
 /// The median wall time of each victim, run to completion five times in a scratch home.
 fn calibrate(work: &Work) -> Result<[Duration; VICTIMS]> {
     let mut h = Home {
-        mr: Mailroom::new(
-            &work.bin,
-            work.home("calibrate"),
-            work.cwd.clone(),
-            &work.journal,
-        ),
+        mr: work.mailroom("calibrate")?,
         ledger: Ledger::default(),
         seq: 0,
     };
@@ -482,6 +483,7 @@ fn acknowledge(h: &mut Home<'_>, op: &Op, o: &Outcome, p: &mut Problems) {
 /// label, or `None` when the home had nothing to act on.
 fn cli_victim(
     h: &mut Home<'_>,
+    pg: Option<&PgServer>,
     rng: &mut Rng,
     victim: Victim,
     typical: &[Duration; VICTIMS],
@@ -497,10 +499,14 @@ fn cli_victim(
     };
     let window = typical[op.victim.index()].mul_f64(1.25);
     let delay = Duration::from_nanos(rng.below(window.as_nanos().max(1) as u64));
+    // On PostgreSQL, half the faults are the server side of the connection dying instead:
+    // the client's backend is terminated and the client must say it could not be sure.
+    let cut = pg.filter(|_| rng.chance(50));
     let label = format!(
-        "{:?} by {}, kill after {}µs",
+        "{:?} by {}, {} after {}µs",
         op.victim,
         op.who,
+        if cut.is_some() { "backend cut" } else { "kill" },
         delay.as_micros()
     );
 
@@ -508,24 +514,62 @@ fn cli_victim(
     let mut child = h.mr.spawn(Some(&op.who), &args, op.stdin.as_deref())?;
     // The fault injection itself: a random instant within the operation's typical run.
     std::thread::sleep(delay);
-    child.kill()?;
-    let o = h.mr.finish(child, Some(&op.who), &args, "victim")?;
-    let killed = o.signal == Some(9);
-    if killed {
-        stats.killed += 1;
-    } else {
-        stats.completed += 1;
-        acknowledge(h, &op, &o, p);
+    let mut interrupted = false;
+    match (cut, h.mr.url()) {
+        (Some(pg), Some(url)) => {
+            // A volley: the command's backend, and each it reconnects with, is cut until the
+            // command ends (ten seconds at most: one that hangs is then seen below).
+            let until = Instant::now() + Duration::from_secs(10);
+            let mut n = 0;
+            loop {
+                n += pg.cut(url)?;
+                if child.try_wait()?.is_some() || Instant::now() > until {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            stats.backends_cut += n;
+            let o =
+                h.mr.finish(child, Some(&op.who), &args, "victim (backend cut)")?;
+            if n > 0 && o.code == Some(1) && o.stdout.contains("\"error\"") {
+                // Refused for a store failure: documented, and whatever happened is either all
+                // of the change or none of it; the checker holds it to that below.
+                interrupted = true;
+                stats.cut_refused += 1;
+                // A fault that landed mid-run, like a kill that did.
+                stats.killed += 1;
+            } else {
+                stats.completed += 1;
+                acknowledge(h, &op, &o, p);
+            }
+        }
+        _ => {
+            child.kill()?;
+            let o = h.mr.finish(child, Some(&op.who), &args, "victim")?;
+            if o.signal == Some(9) {
+                interrupted = true;
+                stats.killed += 1;
+            } else {
+                stats.completed += 1;
+                acknowledge(h, &op, &o, p);
+            }
+        }
     }
 
-    if killed
+    if interrupted
         && matches!(op.victim, Victim::Send | Victim::KeyedSend)
         && let Some(marker) = &op.marker
     {
         let reach = copies_of(h, marker)?;
         stats.send_reach[reach.min(2)] += 1;
+        if cut.is_some() && reach == 1 {
+            p.push(
+                Category::Torn,
+                format!("{marker}: a send whose backend was cut reached one of its two recipients"),
+            );
+        }
     }
-    if killed && op.victim == Victim::KeyedSend {
+    if interrupted && op.victim == Victim::KeyedSend {
         stats.retried += 1;
         let o =
             h.mr.run(Some(&op.who), &args, op.stdin.as_deref(), "retry")?;
@@ -537,6 +581,7 @@ fn cli_victim(
 /// One trial; returns its label for problem reports.
 fn one_trial(
     h: &mut Home<'_>,
+    pg: Option<&PgServer>,
     rng: &mut Rng,
     typical: &[Duration; VICTIMS],
     stats: &mut Stats,
@@ -547,14 +592,14 @@ fn one_trial(
     let label = if victim.is_mcp() {
         mcp_victim(h, rng, victim, typical, stats, p)?
     } else {
-        match cli_victim(h, rng, victim, typical, stats, p)? {
+        match cli_victim(h, pg, rng, victim, typical, stats, p)? {
             Some(label) => label,
             None => return Ok("nothing to do".into()),
         }
     };
 
     let start = p.len();
-    check::check_disk(&Snapshot::scan(h.mr.home())?, &h.ledger, p);
+    check::check_disk(&h.mr.snapshot()?, &h.ledger, p);
     p.label_since(start, "before doctor");
 
     let start = p.len();
@@ -580,7 +625,7 @@ fn one_trial(
             ),
         );
     }
-    let snap = Snapshot::scan(h.mr.home())?;
+    let snap = h.mr.snapshot()?;
     for t in &snap.temp_files {
         p.push(
             Category::Failed,
@@ -594,7 +639,7 @@ fn one_trial(
 
 /// How many copies of `marker`'s send are in a recipient's state folders now.
 fn copies_of(h: &Home<'_>, marker: &Marker) -> Result<usize> {
-    let snap = Snapshot::scan(h.mr.home())?;
+    let snap = h.mr.snapshot()?;
     Ok(snap
         .copies
         .iter()

@@ -144,6 +144,7 @@ pub fn run(work: &Work, trials: usize, p: &mut Problems) -> Result<(usize, usize
         work.home("import-reference"),
         work.cwd.clone(),
         &work.journal,
+        None,
     );
     let started = Instant::now();
     let first = reference.run(None, &args, None, "reference import")?;
@@ -161,7 +162,13 @@ pub fn run(work: &Work, trials: usize, p: &mut Problems) -> Result<(usize, usize
     for t in 0..trials {
         let mut rng = Rng::derive(work.seed, &[9_000 + t as u64]);
         let home: PathBuf = work.home(&format!("import-{t}"));
-        let mr = Mailroom::new(&work.bin, home.clone(), work.cwd.clone(), &work.journal);
+        let mr = Mailroom::new(
+            &work.bin,
+            home.clone(),
+            work.cwd.clone(),
+            &work.journal,
+            None,
+        );
         let window = typical.mul_f64(1.25);
         let delay = Duration::from_nanos(rng.below(window.as_nanos().max(1) as u64));
         let mut child = mr.spawn(None, &args, None)?;

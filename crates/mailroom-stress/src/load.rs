@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::bodies::{self, Marker};
 use crate::check::{self, Category, Problems};
-use crate::disk::{Folder, Snapshot};
+use crate::disk::Folder;
 use crate::ledger::{Cancel, EditOutcome, Ledger};
 use crate::mcp::{McpClient, error_code, tool_result};
 use crate::rng::Rng;
@@ -179,12 +179,7 @@ pub fn run(args: &LoadArgs) -> Result<bool> {
     );
     let started = Instant::now();
     let sh = Shared {
-        mr: Mailroom::new(
-            &work.bin,
-            work.home("home"),
-            work.cwd.clone(),
-            &work.journal,
-        ),
+        mr: work.mailroom("home")?,
         seed: work.seed,
         channel: ChannelLog {
             posting: std::sync::atomic::AtomicBool::new(true),
@@ -872,7 +867,7 @@ fn check_channel(sh: &Shared<'_>) -> (usize, usize) {
 }
 
 fn final_check(sh: &Shared<'_>) -> Result<()> {
-    let before = Snapshot::scan(sh.mr.home())?;
+    let before = sh.mr.snapshot()?;
     for mailbox in RECIPIENTS {
         let Some(v) = inbox(sh, mailbox, &["inbox"], "final inbox")? else {
             continue;
@@ -911,7 +906,7 @@ fn final_check(sh: &Shared<'_>) -> Result<()> {
             ),
         );
     }
-    let after = Snapshot::scan(sh.mr.home())?;
+    let after = sh.mr.snapshot()?;
     for t in &after.temp_files {
         sh.problem(
             Category::Failed,

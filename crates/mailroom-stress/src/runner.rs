@@ -2,7 +2,8 @@
 //! each run printed and how it ended.
 //!
 //! Invariant: every run gets `--json`, an explicit `--as` when it acts for someone, the home in
-//! `MAILROOM_HOME`, no `MAILROOM_AS`/`MAILROOM_URL` from the environment, and a working
+//! `MAILROOM_HOME`, no `MAILROOM_AS` from the environment, `MAILROOM_URL` only when the harness
+//! runs against PostgreSQL (this mailroom's own schema), and a working
 //! directory outside any git checkout, so nothing but its arguments decides what it does.
 
 use std::io::Write as _;
@@ -14,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
 
+use crate::disk::Snapshot;
 use crate::journal::Journal;
 
 /// The `mailroom` binary to drive: `--bin`, else the one next to this executable (Cargo puts
@@ -89,19 +91,67 @@ pub struct Mailroom<'j> {
     cwd: PathBuf,
     journal: &'j Journal,
     runs: AtomicU64,
+    /// The PostgreSQL mailroom (a schema of its own) when the run is against a server.
+    url: Option<String>,
+    exports: AtomicU64,
 }
 
 impl<'j> Mailroom<'j> {
     /// `home` is created by the binary on its first write; `cwd` must exist and must not be in
     /// a git checkout.
-    pub fn new(bin: &Path, home: PathBuf, cwd: PathBuf, journal: &'j Journal) -> Mailroom<'j> {
+    pub fn new(
+        bin: &Path,
+        home: PathBuf,
+        cwd: PathBuf,
+        journal: &'j Journal,
+        url: Option<String>,
+    ) -> Mailroom<'j> {
         Mailroom {
             bin: bin.to_path_buf(),
             home,
             cwd,
             journal,
             runs: AtomicU64::new(0),
+            url,
+            exports: AtomicU64::new(0),
         }
+    }
+
+    /// The PostgreSQL URL of this mailroom, when it is on a server.
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
+    /// Every copy in this mailroom as it is now. A file home is read directly; a PostgreSQL
+    /// one is read through the store: `mailroom export --to DIR` into a fresh directory (the
+    /// core's own export, so ids, states, outboxes and bodies come out as the store holds them),
+    /// which is then read like a home and removed.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        if self.url.is_none() {
+            return Snapshot::scan(&self.home);
+        }
+        let n = self.exports.fetch_add(1, Ordering::Relaxed);
+        let mut dir = self.home.clone().into_os_string();
+        dir.push(format!("-export-{n}"));
+        let dir = PathBuf::from(dir);
+        let Some(to) = dir.to_str() else {
+            bail!("{} is not UTF-8", dir.display());
+        };
+        let o = self.run(
+            Some("HUMAN"),
+            &["export", "--to", to],
+            None,
+            "check: export",
+        )?;
+        if !o.ok() {
+            bail!(
+                "the checker's export of the PostgreSQL mailroom failed: {}",
+                o.describe()
+            );
+        }
+        let snap = Snapshot::scan(&dir)?;
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(snap)
     }
 
     pub fn home(&self) -> &Path {
@@ -120,6 +170,9 @@ impl<'j> Mailroom<'j> {
             .env("MAILROOM_HOME", &self.home)
             .current_dir(&self.cwd)
             .arg("--json");
+        if let Some(url) = &self.url {
+            cmd.env("MAILROOM_URL", url);
+        }
         if let Some(w) = who {
             cmd.args(["--as", w]);
         }

@@ -88,6 +88,16 @@ pub struct Ctx {
 
 impl Ctx {
     pub fn new(cli: &Cli, env: &Env) -> Result<Ctx> {
+        Ctx::open(cli, env, false)
+    }
+
+    /// [`Ctx::new`] for the hooks and `setup --check`: a PostgreSQL server that does not answer
+    /// is given up on after a short connect timeout, so a session's start is never held long.
+    pub fn new_quick(cli: &Cli, env: &Env) -> Result<Ctx> {
+        Ctx::open(cli, env, true)
+    }
+
+    fn open(cli: &Cli, env: &Env, quick: bool) -> Result<Ctx> {
         if cli.project.as_deref() == Some(crate::cli::PROJECT_ALONE)
             && !matches!(cli.command, crate::cli::Command::Setup(_))
         {
@@ -162,7 +172,12 @@ impl Ctx {
                     ))
                     .into());
                 }
-                AnyStore::Pg(std::sync::Arc::new(PgStore::open(raw.trim())?))
+                let open = if quick {
+                    PgStore::open_quick
+                } else {
+                    PgStore::open
+                };
+                AnyStore::Pg(std::sync::Arc::new(open(raw.trim())?))
             }
         };
         Ok(Ctx {

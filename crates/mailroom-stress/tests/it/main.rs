@@ -79,3 +79,49 @@ fn quick_crash_trials_lose_double_and_tear_nothing_and_doctor_cleans_up() {
     // two of them MCP: fifty trials without one are a chance of 1 in 20 million).
     assert!(!summary.contains(" mcp(trials=0 "), "{summary}");
 }
+
+/// The PostgreSQL server of the store's tests, or `None` when `scripts/test` said there is
+/// none (`MAILROOM_TEST_PG=skip`; CI sets `MAILROOM_TEST_PG_REQUIRED=1` and never skips).
+fn pg_url(test: &str) -> Option<String> {
+    if mailroom_store_pg::testing::skipped(test) {
+        return None;
+    }
+    Some(mailroom_store_pg::testing::server_url())
+}
+
+#[test]
+fn pg_quick_load_loses_doubles_tears_and_misdelivers_nothing() {
+    let Some(url) = pg_url("pg_quick_load") else {
+        return;
+    };
+    // The harness makes its own schema on the server and drops it after a passing run.
+    let summary = stress(&["load", "--quick", "--url", &url], "load: operations=");
+    assert!(
+        summary.contains(" lost=0 doubled=0 torn=0 misdelivered=0 mismatched=0 failed=0 "),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(" mcp(servers=2 ") && summary.contains(" acknowledged=100 "),
+        "{summary}"
+    );
+}
+
+#[test]
+fn pg_quick_crash_trials_with_killed_clients_and_cut_backends_lose_and_double_nothing() {
+    let Some(url) = pg_url("pg_quick_crash") else {
+        return;
+    };
+    let summary = stress(&["crash", "--quick", "--url", &url], "crash: trials=");
+    assert!(
+        summary.contains(" lost=0 doubled=0 torn=0 misdelivered=0 mismatched=0 failed=0 "),
+        "{summary}"
+    );
+    assert!(
+        !summary.contains("faults_injected=0 "),
+        "no kill landed mid-run: {summary}"
+    );
+    // About half of the CLI trials cut the command's backend instead of killing it; how many
+    // cuts found a backend is in the summary (`pg(backends_cut=…)`). It is not asserted: run
+    // beside the other suites, a quick run has been seen to report none, cause not yet known.
+    assert!(summary.contains(" pg(backends_cut="), "{summary}");
+}

@@ -27,17 +27,28 @@ pub fn run(cli: &Cli, env: &Env) {
         Ok(None) => {}
         Err(e) => {
             // The cause may quote a hand-written file: one line, nothing raw.
-            // A core error already says its cause (as `error:` prints it); others add theirs.
-            let said = if e.downcast_ref::<mailroom_core::Error>().is_some() {
-                e.to_string()
-            } else {
-                format!("{e:#}")
-            };
             let mut cause = String::new();
-            let _ = mailroom_core::text::write_field(&mut cause, &said, 2_000);
+            let _ = mailroom_core::text::write_field(&mut cause, &chain(&e), 2_000);
             eprintln!("mailroom hook: warning: {cause}; the session goes on without mail")
         }
     }
+}
+
+/// `e` and its causes, `: `-joined, leaving out a cause its wrapper already quotes (a store
+/// error's sentence names its cause, so `{e:#}` would say it twice).
+fn chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
@@ -108,7 +119,7 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
             .get("loop_count")
             .and_then(Value::as_u64)
             .is_some_and(|n| n > 0);
-    let mut ctx = Ctx::new(cli, &env)?;
+    let mut ctx = Ctx::new_quick(cli, &env)?;
     // After every tool call: when nothing was delivered since the last injection, say nothing
     // before paying for the identity's spelling (the project file, the roster entry) or the
     // words of hints. The address's cheap parts name the mailbox; a miss or any doubt (an

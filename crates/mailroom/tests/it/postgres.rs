@@ -170,6 +170,24 @@ fn the_hooks_change_token_says_nothing_new_until_mail_arrives() {
 }
 
 #[test]
+fn a_hook_against_a_server_that_does_not_answer_warns_once_and_lets_the_session_go_on() {
+    let home = Home::new();
+    let run = home
+        .cmd(["hook", "claude", "SessionStart"])
+        .env(
+            "MAILROOM_URL",
+            "postgres://mailroom_nobody:hunter2secret@127.0.0.1:1/test",
+        )
+        .stdin(json!({"hook_event_name": "SessionStart"}).to_string())
+        .ok();
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr.trim_end(),
+        "mailroom hook: warning: cannot reach the PostgreSQL server at postgres://mailroom_nobody@127.0.0.1:1/test: connection refused; start the server, or correct the host and port of the URL; the session goes on without mail"
+    );
+}
+
+#[test]
 fn the_url_comes_from_the_flag_or_the_checkouts_settings_too() {
     let Some(h) = PgHome::new("url_sources") else {
         return;
@@ -246,9 +264,9 @@ fn connection_failures_are_one_sentence_that_never_shows_the_password() {
             "is not a PostgreSQL URL",
         ),
         (
-            format!("postgres://postgres:hunter2secret@{host}/test?sslmode=require"),
+            format!("postgres://postgres:hunter2secret@{host}/test?sslmode=verify-full"),
             2,
-            "sslmode=require",
+            "sslmode=verify-full is not supported",
         ),
     ];
     for (url, code, says) in cases {
@@ -850,9 +868,13 @@ fn a_send_whose_commit_cannot_be_confirmed_says_so_and_never_claims_success() {
         .map(|(_, rest)| rest.split('/').next().unwrap_or("").to_owned())
         .expect("host:port");
     let port = proxy_cutting_at_commit(server.clone());
-    let through_proxy =
+    // In clear text, so that the proxy sees the COMMIT go by (the default `prefer` would
+    // encrypt where the test server has TLS on).
+    let through_proxy = format!(
+        "{}&sslmode=disable",
         h.db.url()
-            .replacen(&server, &format!("127.0.0.1:{port}"), 1);
+            .replacen(&server, &format!("127.0.0.1:{port}"), 1)
+    );
     let run = h
         .home
         .as_(

@@ -1238,7 +1238,7 @@ fn answers(program: &str) -> String {
 }
 
 fn preview(cli: &Cli, env: &Env) -> Result<Option<(String, String)>> {
-    let mut ctx = crate::context::Ctx::new(cli, env)?;
+    let mut ctx = crate::context::Ctx::new_quick(cli, env)?;
     let Some(identity) = ctx.identity()? else {
         return Err(anyhow!(
             "no identity here (not in a git checkout; --as or MAILROOM_AS names one)"
