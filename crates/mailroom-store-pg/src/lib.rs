@@ -89,7 +89,8 @@ pub fn is_url(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 
-/// `config` as a URL without password or options: what every message shows.
+/// `config` as a URL without its password: what every message shows. The `options` stay, so
+/// that two mailrooms in different schemas of one database (`-c search_path=…`) read apart.
 pub fn shown_url(config: &Config) -> String {
     use postgres::config::Host;
     let user = config.get_user().unwrap_or("");
@@ -116,10 +117,32 @@ pub fn shown_url(config: &Config) -> String {
     };
     let db = config.get_dbname().unwrap_or("");
     let mut s = format!("postgres://{at}{}/{db}", hosts.join(","));
+    let mut query = Vec::new();
     if let Some(path) = socket {
-        s.push_str(&format!("?host={path}"));
+        query.push(format!("host={path}"));
+    }
+    if let Some(options) = config.get_options().filter(|o| !o.trim().is_empty()) {
+        query.push(format!("options={}", query_escaped(options)));
+    }
+    if !query.is_empty() {
+        s.push('?');
+        s.push_str(&query.join("&"));
     }
     s
+}
+
+/// `value` with the characters that would break a URL's query written as `%XX`, as a user
+/// writes them (a whole percent-encoding crate is not needed for a message).
+fn query_escaped(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            ' ' | '%' | '&' | '=' | '#' | '+' | '?' => out.push_str(&format!("%{:02X}", c as u32)),
+            c if c.is_control() => out.push_str(&format!("%{:02X}", c as u32 & 0xff)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The password written in a raw URL or key=value string, if any, so that an error quoting the
@@ -589,6 +612,15 @@ mod tests {
         assert_eq!(shown_url(&c), "postgres://alice@db.example:6543/mail");
         let c = parse_url("host=h user=u password=pw dbname=d").unwrap();
         assert_eq!(shown_url(&c), "postgres://u@h:5432/d");
+    }
+
+    #[test]
+    fn shown_urls_keep_the_schema_that_tells_two_mailrooms_apart() {
+        let c = parse_url("postgres://u:pw@h/d?options=-c%20search_path%3Dteam_a").unwrap();
+        assert_eq!(
+            shown_url(&c),
+            "postgres://u@h:5432/d?options=-c%20search_path%3Dteam_a"
+        );
     }
 
     #[test]
