@@ -151,6 +151,8 @@ impl TestDb {
                 std::time::Instant::now() < deadline,
                 "nobody listens for mail to {address} within a minute"
             );
+            // PostgreSQL sends no event when a session starts to LISTEN: the only sign is its
+            // row in pg_stat_activity, so this polls for that condition (never a fixed wait).
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
     }

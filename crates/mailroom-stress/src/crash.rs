@@ -526,6 +526,8 @@ fn cli_victim(
                 if child.try_wait()?.is_some() || Instant::now() > until {
                     break;
                 }
+                // The volley's pace (part of the fault), not a synchronisation: the loop ends
+                // on the child's exit, seen by `try_wait`.
                 std::thread::sleep(Duration::from_millis(1));
             }
             stats.backends_cut += n;
