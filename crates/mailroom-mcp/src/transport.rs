@@ -23,7 +23,29 @@ pub const MAX_LINE: usize = 16 * 1024 * 1024;
 #[derive(Debug)]
 pub struct Lines<R, W> {
     reader: BufReader<R>,
-    writer: Arc<Mutex<W>>,
+    writer: Arc<Mutex<Out<W>>>,
+    /// The line read so far. rmcp drops a `receive` future whenever an answer is ready first,
+    /// so what a read has taken out of the reader lives here, not in the future, and the rest
+    /// of the line continues it at the next `receive`.
+    line: Line,
+    /// Error answers of this transport's own, kept until the writer takes them (a dropped
+    /// `receive` must not lose one).
+    answers: Vec<String>,
+}
+
+/// A line being read: its bytes so far, or the fact that it outgrew [`MAX_LINE`].
+#[derive(Debug, Default)]
+struct Line {
+    bytes: Vec<u8>,
+    too_long: bool,
+}
+
+/// The writer with the bytes of a line whose write was cut off (its future dropped): they go
+/// out first, before any other line, so lines never interleave.
+#[derive(Debug)]
+struct Out<W> {
+    writer: W,
+    unwritten: Vec<u8>,
 }
 
 impl<R, W> Lines<R, W>
@@ -34,54 +56,87 @@ where
     pub fn new(reader: R, writer: W) -> Lines<R, W> {
         Lines {
             reader: BufReader::with_capacity(64 * 1024, reader),
-            writer: Arc::new(Mutex::new(writer)),
+            writer: Arc::new(Mutex::new(Out {
+                writer,
+                unwritten: Vec::new(),
+            })),
+            line: Line::default(),
+            answers: Vec::new(),
         }
+    }
+
+    /// Writes the queued error answers. They move into the writer's queue in the same step
+    /// that takes the lock (no await between), so a dropped call neither loses nor doubles one.
+    async fn write_answers(&mut self) -> std::io::Result<()> {
+        if self.answers.is_empty() {
+            return Ok(());
+        }
+        let writer = self.writer.clone();
+        let mut out = writer.lock().await;
+        for answer in self.answers.drain(..) {
+            out.queue(&answer);
+        }
+        out.drain().await
     }
 }
 
+/// Writes one line. Cancel-safe: once the lock is held the line is queued in
+/// [`Out::unwritten`], and whatever a dropped call left unwritten goes out, in order, with the
+/// next call.
 async fn write_line<W: AsyncWrite + Unpin>(
-    writer: &Mutex<W>,
-    mut line: String,
+    writer: &Mutex<Out<W>>,
+    line: String,
 ) -> std::io::Result<()> {
-    line.push('\n');
-    let mut w = writer.lock().await;
-    w.write_all(line.as_bytes()).await?;
-    w.flush().await
+    let mut out = writer.lock().await;
+    out.queue(&line);
+    out.drain().await
 }
 
-/// One line, or `Err(())` when it was longer than [`MAX_LINE`] (its bytes are dropped);
-/// `None` at the end of the stream.
+impl<W: AsyncWrite + Unpin> Out<W> {
+    fn queue(&mut self, line: &str) {
+        self.unwritten.extend_from_slice(line.as_bytes());
+        self.unwritten.push(b'\n');
+    }
+
+    async fn drain(&mut self) -> std::io::Result<()> {
+        while !self.unwritten.is_empty() {
+            let n = self.writer.write(&self.unwritten).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            self.unwritten.drain(..n);
+        }
+        self.writer.flush().await
+    }
+}
+
+/// Reads on with `line` until it ends: `Ok(true)` when a line is complete in it (`too_long`
+/// says whether it was skipped for being over [`MAX_LINE`]), `Ok(false)` at the end of the
+/// stream with nothing pending. Cancel-safe: every byte taken from the reader is in `line`
+/// before the next await.
 async fn read_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
-    buf: &mut Vec<u8>,
-) -> std::io::Result<Option<Result<(), ()>>> {
-    buf.clear();
-    let mut too_long = false;
+    line: &mut Line,
+) -> std::io::Result<bool> {
     loop {
         let available = reader.fill_buf().await?;
         if available.is_empty() {
-            return Ok(if buf.is_empty() && !too_long {
-                None
-            } else if too_long {
-                Some(Err(()))
-            } else {
-                Some(Ok(()))
-            });
+            return Ok(!line.bytes.is_empty() || line.too_long);
         }
         let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
             Some(i) => (&available[..i], i + 1),
             None => (available, available.len()),
         };
         let found = done > chunk.len();
-        if !too_long && buf.len() + chunk.len() <= MAX_LINE {
-            buf.extend_from_slice(chunk);
+        if !line.too_long && line.bytes.len() + chunk.len() <= MAX_LINE {
+            line.bytes.extend_from_slice(chunk);
         } else {
-            too_long = true;
-            buf.clear();
+            line.too_long = true;
+            line.bytes = Vec::new();
         }
         reader.consume(done);
         if found {
-            return Ok(Some(if too_long { Err(()) } else { Ok(()) }));
+            return Ok(true);
         }
     }
 }
@@ -289,33 +344,41 @@ where
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let mut buf = Vec::new();
+        if self.write_answers().await.is_err() {
+            return None;
+        }
         loop {
-            let answer = match read_line(&mut self.reader, &mut buf).await {
-                Err(_) | Ok(None) => return None,
-                Ok(Some(Err(()))) => error_line(
+            match read_line(&mut self.reader, &mut self.line).await {
+                Err(_) | Ok(false) => return None,
+                Ok(true) => {}
+            }
+            // The line is complete: take it, so a cancellation from here on cannot read it twice.
+            let Line { bytes, too_long } = std::mem::take(&mut self.line);
+            let answer = if too_long {
+                error_line(
                     Value::Null,
                     -32600,
                     &format!("the request is over {MAX_LINE} bytes; it was skipped"),
-                ),
-                Ok(Some(Ok(()))) => {
-                    let line = buf.trim_ascii();
-                    if line.is_empty() {
-                        continue;
-                    }
-                    match answer_to(line) {
-                        Ok(message) => return Some(message),
-                        Err(answer) => answer,
-                    }
+                )
+            } else {
+                let line = bytes.trim_ascii();
+                if line.is_empty() {
+                    continue;
+                }
+                match answer_to(line) {
+                    Ok(message) => return Some(message),
+                    Err(answer) => answer,
                 }
             };
-            if write_line(&self.writer, answer.to_string()).await.is_err() {
+            self.answers.push(answer.to_string());
+            if self.write_answers().await.is_err() {
                 return None;
             }
         }
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.writer.lock().await.flush().await
+        self.write_answers().await?;
+        self.writer.lock().await.drain().await
     }
 }

@@ -240,6 +240,34 @@ fn mcp_mail_written_by_the_server_is_read_by_the_cli() {
     );
 }
 
+/// A request line that arrives in two reads, with another call answered in between, is one
+/// request: the server keeps what it read of the line while it answers (a client's large
+/// `write_mail` crosses a pipe buffer in pieces).
+#[test]
+fn mcp_a_line_split_while_another_call_is_answered_still_runs() {
+    let home = Home::new();
+    let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
+    let first = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_projects", "arguments": {}}});
+    let second = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "write_mail", "arguments": {"recipient": "bob", "subject": "split", "body": "hello"}}}).to_string();
+    let (head, tail) = second.split_at(40);
+    let stdin = mcp.stdin.as_mut().unwrap();
+    stdin
+        .write_all(format!("{first}\n{head}").as_bytes())
+        .unwrap();
+    stdin.flush().unwrap();
+    assert_eq!(mcp.answer()["id"], 1, "the first call is answered");
+    mcp.send_line(tail);
+    let sent = mcp.answer();
+    assert_eq!(sent["id"], 2, "{sent}");
+    assert_eq!(sent["result"]["isError"], false, "{sent}");
+    assert_eq!(mcp.finish(), 0);
+    assert_eq!(
+        unread(&home, "web", "bob"),
+        1,
+        "the split request was sent once"
+    );
+}
+
 #[test]
 fn mcp_lifecycle_lists_five_tools() {
     let home = Home::new();
