@@ -478,6 +478,16 @@ fn bad_input_gets_a_clear_error_and_changes_nothing() {
             &["import", "mailbox-md", "/nonexistent/mailbox.md"],
             2,
         ),
+        (
+            "import an m_AI_l tree from a file",
+            &["--as", "HUMAN", "import", "m_ai_l", "/dev/null"],
+            2,
+        ),
+        (
+            "import a repo-mailbox tree from a file",
+            &["--as", "HUMAN", "import", "repo-mailbox", "/dev/null"],
+            2,
+        ),
     ] {
         cases.push(case(label, args, Expect::Code(code)));
     }

@@ -482,3 +482,42 @@ fn import_skips_and_reports_a_message_over_the_body_limit() {
         .ok();
     assert_snapshot!("body_limit_mailbox_md", home.show(&run));
 }
+
+/// A tree importer given something that is not one of its trees (a plain file, a FIFO, an
+/// empty folder) refuses in one sentence and makes nothing: a mistaken path must not create
+/// the project `default` as a roster project, which would refuse the next git-derived send.
+#[test]
+fn a_tree_importer_refuses_what_is_not_its_tree_and_makes_nothing() {
+    let home = Home::new();
+    let plain = home.root().join("notes.txt");
+    std::fs::write(&plain, "hi\n").unwrap();
+    let empty = home.root().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let fifo = home.root().join("fifo.md");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    for (format, path, says) in [
+        ("m_ai_l", &plain, "is not a folder"),
+        ("m_ai_l", &fifo, "is not a folder"),
+        ("m_ai_l", &empty, "holds no projects_config.md"),
+        ("repo-mailbox", &plain, "is not a folder"),
+        ("repo-mailbox", &fifo, "is not a folder"),
+    ] {
+        let run = home
+            .as_("HUMAN", ["import", format])
+            .args([path])
+            .fails(2);
+        assert!(run.stderr.contains(says), "{format} {path:?}: {}", run.stderr);
+        assert!(
+            !home.path().exists(),
+            "{format} {path:?} made the home: {:?}",
+            home.tree()
+        );
+    }
+    home.as_("web", ["send", "--to", "api", "-m", "x"]).ok();
+}

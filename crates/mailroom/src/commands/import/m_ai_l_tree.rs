@@ -75,6 +75,18 @@ pub(super) fn import(
             report,
         });
     } else {
+        // A folder without a registry is one project's folder; one with nothing m_AI_l wrote
+        // is a mistaken path, refused before the project is made.
+        let holds_mail = list_files(root)
+            .iter()
+            .any(|f| m_ai_l::file_role(&file_name_of(f)) != FileRole::Other);
+        if !holds_mail {
+            return Err(mailroom_core::Error::Invalid(format!(
+                "{} holds no projects_config.md, roster.md, mailbox_*.md or outbox_*.md; give an m_AI_l COMMON_PATH or project folder",
+                root.display()
+            ))
+            .into());
+        }
         projects.push((default_project.clone(), root.to_owned(), 0));
     }
     // The operator's mailbox sits next to projects_config.md; HUMAN's mailbox is unique, so

@@ -66,6 +66,17 @@ pub fn import(
         ))
         .into());
     }
+    if matches!(format, ImportFormat::MAiL | ImportFormat::RepoMailbox) && !path.is_dir() {
+        let (what, folder) = match format {
+            ImportFormat::MAiL => ("m_ai_l", "an m_AI_l COMMON_PATH or project folder"),
+            _ => ("repo-mailbox", "a repo-mailbox root (the folder of <repo>/inbox)"),
+        };
+        return Err(Error::Invalid(format!(
+            "{} is not a folder; `import {what}` reads {folder}",
+            path.display()
+        ))
+        .into());
+    }
     let importer = ctx.identity()?.map(|i| i.address);
     let project = match &importer {
         Some(me) => ctx.channel_project(me)?,
