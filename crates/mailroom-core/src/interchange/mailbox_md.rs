@@ -87,14 +87,24 @@ fn is_separator(line: &str) -> bool {
             || t.chars().all(|c| c == '_'))
 }
 
-/// Whether a body line is written with one more backslash in front: a separator, or a
-/// separator already behind backslashes (so that quoting is undone exactly).
-fn needs_quote(line: &str) -> bool {
-    is_separator(line.trim_start_matches('\\'))
+/// Whether a body line, with its leading backslashes taken off, would be read as structure
+/// or trimmed away: a separator, or a blank line.
+fn quotable(line: &str) -> bool {
+    let rest = line.trim_start_matches('\\');
+    is_separator(rest) || rest.trim().is_empty()
 }
 
-fn quote(line: &str) -> String {
-    if needs_quote(line) {
+/// Whether a body line is written with one more backslash in front: a separator (so it is not
+/// read as one), a blank line at either edge of the body (so it is not trimmed as the space
+/// around an entry), and any line already behind backslashes that would be one of those (so
+/// that quoting is undone exactly). Blank lines inside a body are written as they are.
+fn needs_quote(line: &str, edge: bool) -> bool {
+    let rest = line.trim_start_matches('\\');
+    is_separator(rest) || (rest.trim().is_empty() && (edge || line.starts_with('\\')))
+}
+
+fn quote(line: &str, edge: bool) -> String {
+    if needs_quote(line, edge) {
         format!("\\{line}")
     } else {
         line.to_owned()
@@ -103,7 +113,7 @@ fn quote(line: &str) -> String {
 
 fn unquote(line: &str) -> &str {
     match line.strip_prefix('\\') {
-        Some(rest) if needs_quote(rest) => rest,
+        Some(rest) if quotable(rest) => rest,
         _ => line,
     }
 }
@@ -130,7 +140,21 @@ pub fn default_channel(file_name: &str, folder: &str) -> String {
 /// Reads a whole `mailbox.md`. `fallback_time` stands in for an unreadable timestamp (the
 /// previous entry's time is preferred, so order is kept).
 pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
-    let lines: Vec<&str> = text.lines().collect();
+    // A file whose first line ends in CRLF was written with CRLF line endings: a carriage
+    // return ending a line is part of the ending there. In a file of LF lines (every export)
+    // it is part of the body, which then comes back byte for byte.
+    let crlf = text
+        .split_once('\n')
+        .is_some_and(|(first, _)| first.ends_with('\r'));
+    let lines: Vec<&str> = if crlf {
+        text.lines().collect()
+    } else {
+        let mut lines: Vec<&str> = text.split('\n').collect();
+        if text.is_empty() || text.ends_with('\n') {
+            lines.pop();
+        }
+        lines
+    };
     let mut out = Parsed::default();
     // Find entry starts: a separator whose next non-blank line is a field, or a field line at
     // the top of the file.
@@ -193,8 +217,7 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
             }
             i += 1;
         }
-        let body_lines: Vec<&str> = lines[i.min(end)..end].iter().map(|l| unquote(l)).collect();
-        let body = trim_blank_lines(&body_lines);
+        let body = body_of(&lines[i.min(end)..end], crlf);
         let Some(from) = from.filter(|f| !f.is_empty()) else {
             out.problems.push(Problem {
                 line: line_no,
@@ -244,15 +267,19 @@ pub fn parse(text: &str, fallback_time: Timestamp) -> Parsed {
     out
 }
 
-fn trim_blank_lines(lines: &[&str]) -> String {
+/// The body written on `lines`: blank lines around it are the space between entries, and
+/// quoted lines lose their one backslash. In a CRLF file every carriage return ending a line
+/// goes (editors that double them included), so a round trip does not erode them one by one.
+fn body_of(lines: &[&str], crlf: bool) -> String {
     let start = lines.iter().position(|l| !l.trim().is_empty());
     let end = lines.iter().rposition(|l| !l.trim().is_empty());
     match (start, end) {
-        // A carriage return at the end of a line is a line ending (CRLF files, editors that
-        // double them), never content: dropping them all keeps a round trip stable.
         (Some(s), Some(e)) => lines[s..=e]
             .iter()
-            .map(|l| l.trim_end_matches('\r'))
+            .map(|l| {
+                let l = unquote(l);
+                if crlf { l.trim_end_matches('\r') } else { l }
+            })
             .collect::<Vec<_>>()
             .join("\n"),
         _ => String::new(),
@@ -274,8 +301,10 @@ pub fn render(entries: &[Entry]) -> String {
         let _ = writeln!(out, "**Subject:** {}", crate::text::clean_line(&e.subject));
         if !e.body.is_empty() {
             let _ = writeln!(out);
-            for line in e.body.trim_end_matches('\n').split('\n') {
-                let _ = writeln!(out, "{}", quote(line));
+            let lines: Vec<&str> = e.body.split('\n').collect();
+            let last = lines.len() - 1;
+            for (i, line) in lines.iter().enumerate() {
+                let _ = writeln!(out, "{}", quote(line, i == 0 || i == last));
             }
         }
         let _ = writeln!(out);
@@ -391,9 +420,42 @@ mod tests {
         // Found by fuzzing (mailbox_md): each render -> parse lost one of several trailing CRs.
         let text = "---\n**Timestamp:** 2026-03-13 14:22 UTC\n**From:** x\n**Type:** INFO\n**Subject:** s\n\nline\r\r\r\nmore\r\n";
         let first = parse(text, Timestamp::UNIX_EPOCH);
-        assert_eq!(first.entries[0].body, "line\nmore");
+        assert_eq!(first.entries[0].body, "line\r\r\r\nmore\r");
         let again = parse(&render(&first.entries), Timestamp::UNIX_EPOCH);
         assert_eq!(again.entries[0].body, first.entries[0].body);
+        let crlf = text.replace('\n', "\r\n");
+        let first = parse(&crlf, Timestamp::UNIX_EPOCH);
+        assert_eq!(first.entries[0].body, "line\nmore", "in a CRLF file they end lines");
+        let again = parse(&render(&first.entries), Timestamp::UNIX_EPOCH);
+        assert_eq!(again.entries[0].body, first.entries[0].body);
+    }
+
+    #[test]
+    fn bodies_keep_their_carriage_returns_edge_blank_lines_and_final_newline() {
+        for body in [
+            "x\r\ny",
+            "\r\nCRLF\r\n---\r\n**From:** x",
+            "trailing spaces   \n\n\n",
+            "\n\nlead",
+            "\n",
+            "   ",
+            "\\",
+            "a\n\\\nb\n\n\\\\\n",
+            "end\n",
+        ] {
+            let entry = Entry {
+                timestamp: t("2026-03-13T14:22:00Z"),
+                from: "x".into(),
+                kind: Kind::Info,
+                subject: "s".into(),
+                body: body.into(),
+                line: 0,
+            };
+            let text = render(std::slice::from_ref(&entry));
+            let p = parse(&text, Timestamp::UNIX_EPOCH);
+            assert_eq!(p.entries.len(), 1, "{text:?}");
+            assert_eq!(p.entries[0].body, body, "{text:?}");
+        }
     }
 
     #[test]
@@ -433,6 +495,7 @@ mod tests {
             3 => tricky.prop_map(str::to_owned),
             2 => "[ -~]{0,40}",
             1 => "[^\n\r]{0,20}",
+            1 => "[ \\\\\r-]{0,4}",
         ]
     }
 
@@ -470,7 +533,7 @@ mod tests {
                 from,
                 kind,
                 subject: crate::text::clean_line(&subject),
-                body: trim_blank_lines(&body.iter().map(String::as_str).collect::<Vec<_>>()),
+                body: body.join("\n"),
                 line: 0,
             })
             .prop_filter("a subject must survive cleaning", |e| !e.subject.is_empty())
