@@ -425,7 +425,10 @@ mod tests {
         assert_eq!(again.entries[0].body, first.entries[0].body);
         let crlf = text.replace('\n', "\r\n");
         let first = parse(&crlf, Timestamp::UNIX_EPOCH);
-        assert_eq!(first.entries[0].body, "line\nmore", "in a CRLF file they end lines");
+        assert_eq!(
+            first.entries[0].body, "line\nmore",
+            "in a CRLF file they end lines"
+        );
         let again = parse(&render(&first.entries), Timestamp::UNIX_EPOCH);
         assert_eq!(again.entries[0].body, first.entries[0].body);
     }

@@ -314,6 +314,47 @@ fn a_body_faking_an_entry_header_is_not_a_second_entry_after_export_and_import()
     }
 }
 
+/// Export then import is the identity for every body, carriage returns, blank edge lines and a
+/// final newline included, and an export imported into its own channel adds nothing.
+#[test]
+fn channel_export_then_import_keeps_every_body_byte_for_byte() {
+    let home = Home::new();
+    let bodies = [
+        "x\r\ny",
+        "\r\nCRLF\r\n---\r\n**From:** x",
+        "trailing   \n\n\n",
+        "\n\nlead\n",
+    ];
+    for body in bodies {
+        home.as_("builder", ["channel", "post", "run-1", "-m", body])
+            .ok();
+    }
+    let file = home.root().join("export.md");
+    std::fs::write(
+        &file,
+        home.as_("x", ["channel", "export", "run-1"]).stdout(),
+    )
+    .expect("write the export");
+    let again = home
+        .as_("x", ["--json", "channel", "import", "run-1"])
+        .args([&file])
+        .json();
+    assert_eq!(again["imported"], 0, "{again}");
+    home.as_("x", ["channel", "import", "run-2"])
+        .args([&file])
+        .ok();
+    for channel in ["run-1", "run-2"] {
+        let show = home.as_("x", ["--json", "channel", "show", channel]).json();
+        let got: Vec<&str> = show["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|m| m["body"].as_str().expect("body"))
+            .collect();
+        assert_eq!(got, bodies, "{channel}");
+    }
+}
+
 #[test]
 fn an_agents_reply_to_a_hold_request_leaves_the_operators_copy_open() {
     let home = Home::new();

@@ -508,11 +508,12 @@ fn a_tree_importer_refuses_what_is_not_its_tree_and_makes_nothing() {
         ("repo-mailbox", &plain, "is not a folder"),
         ("repo-mailbox", &fifo, "is not a folder"),
     ] {
-        let run = home
-            .as_("HUMAN", ["import", format])
-            .args([path])
-            .fails(2);
-        assert!(run.stderr.contains(says), "{format} {path:?}: {}", run.stderr);
+        let run = home.as_("HUMAN", ["import", format]).args([path]).fails(2);
+        assert!(
+            run.stderr.contains(says),
+            "{format} {path:?}: {}",
+            run.stderr
+        );
         assert!(
             !home.path().exists(),
             "{format} {path:?} made the home: {:?}",

@@ -69,7 +69,10 @@ pub fn import(
     if matches!(format, ImportFormat::MAiL | ImportFormat::RepoMailbox) && !path.is_dir() {
         let (what, folder) = match format {
             ImportFormat::MAiL => ("m_ai_l", "an m_AI_l COMMON_PATH or project folder"),
-            _ => ("repo-mailbox", "a repo-mailbox root (the folder of <repo>/inbox)"),
+            _ => (
+                "repo-mailbox",
+                "a repo-mailbox root (the folder of <repo>/inbox)",
+            ),
         };
         return Err(Error::Invalid(format!(
             "{} is not a folder; `import {what}` reads {folder}",
