@@ -65,6 +65,7 @@ macro_rules! __cases {
             lifecycle::inbox_limit_leaves_the_rest_unread,
             lifecycle::read_marks_read_and_reports_the_state_before,
             lifecycle::read_with_archive_moves_to_done,
+            lifecycle::read_shows_a_broadcast_of_the_project_as_it_is,
             lifecycle::done_archives_pending_mail_once,
             lifecycle::done_without_ids_is_invalid,
             lifecycle::done_checks_every_id_before_moving_any,

@@ -139,6 +139,24 @@ pub fn read_with_archive_moves_to_done(store: &dyn Store) {
     assert!(inbox.messages.is_empty(), "archived mail is not delivered");
 }
 
+pub fn read_shows_a_broadcast_of_the_project_as_it_is(store: &dyn Store) {
+    let m = mailroom(store);
+    send(&m, "alice@web", &["bob@web"], "hello");
+    let b = crate::channels::broadcast(&m, "alice@web", "the spec changed");
+    let read = m
+        .read(&addr("bob@web"), &b.id.to_string(), true)
+        .expect("read a broadcast by id");
+    assert_eq!(read.stored.message.id, b.id);
+    assert_eq!(read.stored.message.body, "the spec changed");
+    assert!(!read.archived, "a broadcast has no state to move");
+    let elsewhere = err(m.read(&addr("carol@api"), &b.id.to_string(), false));
+    assert_eq!(
+        elsewhere.kind(),
+        ErrorKind::NotFound,
+        "another project's member does not find it"
+    );
+}
+
 pub fn done_archives_pending_mail_once(store: &dyn Store) {
     let m = mailroom(store);
     let msg = send(&m, "alice@web", &["bob@web"], "hello");

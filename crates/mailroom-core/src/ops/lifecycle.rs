@@ -174,9 +174,30 @@ impl Mailroom<'_> {
         Ok(())
     }
 
-    /// One message by id prefix; marks it read, and archives it with `archive`.
+    /// One message by id prefix; marks it read, and archives it with `archive`. An id that is
+    /// no copy of the mailbox but a broadcast or channel entry of `me`'s project shows that
+    /// entry, unchanged.
     pub fn read(&self, me: &Address, prefix: &str, archive: bool) -> Result<Read> {
-        let found = self.find_one(me, prefix, Fix::Inbox)?;
+        let found = match self.find_one(me, prefix, Fix::Inbox) {
+            Err(e @ Error::MessageNotFound { .. }) => {
+                // Not in the mailbox: a broadcast or channel entry of the project is shown as
+                // it is (each is shown once by the listings; it has no state to move), so the
+                // hook's "read all of it with `mailroom read ID`" works for one cut there.
+                let entry = match me.project() {
+                    Some(project) => {
+                        self.find_in_channels(project, &super::check_prefix(prefix)?)?
+                    }
+                    None => None,
+                };
+                return entry
+                    .map(|stored| Read {
+                        stored,
+                        archived: false,
+                    })
+                    .ok_or(e);
+            }
+            other => other?,
+        };
         let mut shown = [found];
         self.mark_read(me, &mut shown)?;
         let [stored] = shown;

@@ -458,6 +458,36 @@ fn a_huge_urgent_message_is_cut_at_session_start_and_the_rest_still_follow() {
     );
 }
 
+/// A cut broadcast names `mailroom read ID` too, and that command shows it whole (a broadcast
+/// is no copy of the mailbox, so `read` finds it among the project's channel entries).
+#[test]
+fn a_cut_broadcast_is_read_whole_with_the_command_the_cut_names() {
+    let home = Home::new();
+    let cwd = repo(&home);
+    home.as_("web", ["send", "--to", "api", "-m", "hi"]).ok();
+    let body = "word ".repeat(4000);
+    let sent = home
+        .as_("api", ["--json", "send", "--broadcast", "-m", &body])
+        .json();
+    let id = sent["id"].as_str().unwrap();
+    let text = context(&hook(&home, "SessionStart", json!({"cwd": cwd})));
+    assert!(
+        text.contains(&format!("read all of it with `mailroom read {id}`")),
+        "{text}"
+    );
+    let full = home.as_("web", ["--json", "read", id]).json();
+    assert_eq!(full["messages"][0]["body"], body.as_str(), "{full}");
+    assert_eq!(full["archived"], false);
+    let shown = home.as_("web", ["read", id]).stdout();
+    assert!(
+        shown.contains(&format!("--- message {id} from api@default")),
+        "{shown}"
+    );
+    home.as_("web", ["read", id, "--archive"]).ok();
+    home.as_("web", ["read", "01ZZZZZZZZZZZZZZZZZZZZZZZZ"])
+        .fails(3);
+}
+
 #[test]
 fn mail_left_out_at_session_start_is_not_new_at_the_next_prompt() {
     // 31 pending: SessionStart showed some, and the UserPromptSubmit of the same first model
