@@ -13,7 +13,7 @@ use mailroom_core::{Finding, MessageId, Name, State};
 use crate::codec::{LAYOUT_VERSION, message_from_bytes};
 use crate::dir::{DIR_MODE, Dir, Durability, FILE_MODE, Limit};
 use crate::error::FsError;
-use crate::{FsStore, MESSAGE_FILE, id_of, is_message_name, state_dir_name};
+use crate::{FsStore, MESSAGE_FILE, id_of, is_message_name, spelt_id_of, state_dir_name};
 
 /// A temp file older than this is an orphan even if its pid is alive (pids are reused).
 const ORPHAN_AGE_SECS: i64 = 3600;
@@ -317,7 +317,8 @@ impl Doctor {
                 let Some(bytes) = self.read(&dir, &name, MESSAGE_FILE) else {
                     continue;
                 };
-                let decoded = message_from_bytes(&bytes, id_of(&name), owner);
+                let decoded =
+                    message_from_bytes(&bytes, id_of(&name).or_else(|| spelt_id_of(&name)), owner);
                 if let (Ok(d), Some(named)) = (&decoded, id_of(&name))
                     && let Some(header) = d.header_id.filter(|h| *h != named)
                 {

@@ -115,7 +115,17 @@ fn file_name(id: MessageId) -> String {
     format!("{id}.md")
 }
 
+/// The id a message file's name gives, only when the name is exactly `<id>.md` as mailroom
+/// writes it: every move names the file by its id, so a name spelt otherwise (a ULID in lower
+/// case) could be listed but never moved.
 pub(crate) fn id_of(name: &str) -> Option<MessageId> {
+    let stem = name.strip_suffix(".md")?;
+    MessageId::parse(stem).filter(|id| id.to_string() == stem)
+}
+
+/// The id a file's name spells in any case (ULIDs are case-insensitive): what the message is
+/// shown as, and the name `doctor --fix` gives it.
+pub(crate) fn spelt_id_of(name: &str) -> Option<MessageId> {
     name.strip_suffix(".md").and_then(MessageId::parse)
 }
 

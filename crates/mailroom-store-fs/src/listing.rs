@@ -12,7 +12,7 @@ use mailroom_core::{Address, Damaged, Listing, MessageId, State, Stored};
 use crate::codec::message_from_bytes;
 use crate::dir::Dir;
 use crate::error::FsError;
-use crate::{MESSAGE_FILE, id_of, is_message_name};
+use crate::{MESSAGE_FILE, id_of, is_message_name, spelt_id_of};
 
 /// Reads the message files of `dir` whose names `keep` accepts, in name order, into `out`.
 /// `owner` is the mailbox a file without `to` belongs to; `state` is `None` for an outbox.
@@ -62,7 +62,7 @@ pub(crate) fn read_one(
             return Ok(None);
         }
     };
-    match message_from_bytes(&bytes, id_of(name), owner) {
+    match message_from_bytes(&bytes, id_of(name).or_else(|| spelt_id_of(name)), owner) {
         Ok(decoded) => {
             let mut warnings = decoded.warnings;
             if id_of(name).is_none() {

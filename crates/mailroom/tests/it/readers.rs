@@ -260,3 +260,46 @@ fn an_import_reports_fifos_and_links_instead_of_hanging_on_them() {
         json!([{"file": common.join("projects_config.md").display().to_string(), "line": 1, "message": not_regular}])
     );
 }
+
+/// A hand-written message named with its ULID in lower case is listed with a warning (it
+/// cannot be moved under that name), and `doctor --fix` gives it its canonical name, after
+/// which `done` archives it.
+#[test]
+fn a_message_named_in_lower_case_is_flagged_and_doctor_fix_names_it() {
+    let home = Home::new();
+    home.send("a", "b", "first");
+    let id = mailroom_core::MessageId::generate().to_string();
+    let lower = format!("{}.md", id.to_ascii_lowercase());
+    std::fs::write(
+        mailbox(&home, "b").join("unread").join(&lower),
+        "---\nfrom: eve@default\nsubject: lower\n---\nhello\n",
+    )
+    .unwrap();
+    let inbox = home.as_("b", ["--json", "inbox"]).json();
+    let listed = inbox["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["subject"] == "lower")
+        .expect("the hand-written message is listed");
+    assert_eq!(listed["id"], id.as_str());
+    assert!(
+        listed["warnings"].to_string().contains("is not <id>.md"),
+        "{listed}"
+    );
+    let report = home.as_("b", ["doctor"]).run();
+    assert!(
+        report.stdout.contains("is not named <id>.md"),
+        "{}",
+        report.stdout
+    );
+    home.as_("b", ["doctor", "--fix"]).run();
+    assert!(
+        mailbox(&home, "b")
+            .join("unread")
+            .join(format!("{id}.md"))
+            .exists()
+    );
+    home.as_("b", ["done", &id]).ok();
+    assert_eq!(home.count("b", "done"), 1);
+}
