@@ -44,10 +44,20 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
     } else {
         let dir = std::path::absolute(to)
             .map_err(|e| Error::Invalid(format!("--to {to} is not a usable path: {e}")))?;
-        if let AnyStore::Fs(source) = &ctx.store
-            && source.home() == dir
-        {
-            return Err(same().into());
+        if let AnyStore::Fs(source) = &ctx.store {
+            let home = resolved(source.home());
+            let target = resolved(&dir);
+            if target == home {
+                return Err(same().into());
+            }
+            if target.starts_with(&home) {
+                return Err(Error::Invalid(format!(
+                    "--to {} is inside this mailroom ({}); give a directory outside it",
+                    dir.display(),
+                    source.home().display()
+                ))
+                .into());
+            }
         }
         Box::new(FsStore::new(dir))
     };
@@ -101,4 +111,23 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `path` with every symbolic link and `..` of the part that exists resolved, and the rest
+/// (directories the export would create) appended: two spellings of one place compare equal.
+fn resolved(path: &std::path::Path) -> std::path::PathBuf {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return path.to_owned(),
+        }
+    }
 }
