@@ -119,13 +119,14 @@ impl Mailroom<'_> {
         for stored in &copies {
             out.copies += 1;
             let id = stored.message.id;
-            let delivered = target.deliver(mailbox, &stored.message)?;
-            let now = if delivered {
-                Some(State::Unread)
-            } else {
-                target.state_of(mailbox, id)?
-            };
-            let mut changed = delivered;
+            // The state first: a store may see only `unread` when delivering (the file store
+            // does), so delivering a copy the target holds in another state would hold it twice.
+            let mut now = target.state_of(mailbox, id)?;
+            let mut changed = false;
+            if now.is_none() && target.deliver(mailbox, &stored.message)? {
+                now = Some(State::Unread);
+                changed = true;
+            }
             if let Some(state) = now
                 && state != stored.state
             {

@@ -10,6 +10,7 @@ mod channels;
 mod concurrency;
 mod demo;
 mod errors;
+mod export;
 mod forgery;
 mod hook;
 mod hostile;

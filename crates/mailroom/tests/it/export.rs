@@ -1,0 +1,84 @@
+//! `export --to DIR` between file homes: what it refuses, and that a second run changes
+//! nothing. (Exports to and from PostgreSQL are in `postgres.rs`.)
+
+use crate::support::Home;
+
+/// `export --to` never writes into the mailroom it reads: the home in another spelling (`..`,
+/// a symbolic link) is refused as the source itself, and a directory inside it as well; both
+/// leave the home as it was.
+#[test]
+fn export_refuses_a_target_that_is_the_source_or_inside_it() {
+    let home = Home::new();
+    home.send("a", "b", "x");
+    let link = home.root().join("link");
+    std::os::unix::fs::symlink(home.path(), &link).unwrap();
+    let before = home.tree();
+    let dotted = home.path().join("projects").join("..");
+    for (to, says) in [
+        (dotted.clone(), "this very mailroom"),
+        (link.clone(), "this very mailroom"),
+        (home.path().join("sub"), "is inside this mailroom"),
+        (home.path().join("projects"), "is inside this mailroom"),
+        (link.join("new").join("deeper"), "is inside this mailroom"),
+    ] {
+        let run = home.as_("HUMAN", ["export", "--to"]).args([&to]).fails(2);
+        assert!(run.stderr.contains(says), "{to:?}: {}", run.stderr);
+        assert_eq!(before.changes(&home.tree()), Vec::<String>::new(), "{to:?}");
+    }
+    let outside = home.root().join("copy");
+    home.as_("HUMAN", ["export", "--to"]).args([&outside]).ok();
+    assert!(outside.join("projects").is_dir());
+}
+
+/// A second export copies nothing: a copy the target already holds as read, done or cancelled
+/// is left alone (it was once delivered again into `unread/` and moved back on every run, so
+/// the target briefly held it twice).
+#[test]
+fn a_second_export_to_a_directory_changes_nothing() {
+    let home = Home::new();
+    home.send("a", "b", "u1");
+    home.as_("b", ["inbox"]).ok();
+    home.send("a", "b", "u2");
+    let read = home.send("a", "b", "u3");
+    let cancelled = home.send("a", "b", "u4");
+    home.as_("a", ["cancel", &cancelled]).ok();
+    home.as_("b", ["read", &read, "--archive"]).ok();
+    let to = home.root().join("copy");
+    let first = home
+        .as_("HUMAN", ["--json", "export", "--to"])
+        .args([&to])
+        .json();
+    assert_eq!(first["copies"]["new"], 4, "{first}");
+    let tree = |dir: &std::path::Path| {
+        let mut files = Vec::new();
+        for entry in walk(dir) {
+            use std::os::unix::fs::MetadataExt as _;
+            let meta = std::fs::symlink_metadata(&entry).unwrap();
+            files.push((entry, meta.ino()));
+        }
+        files.sort();
+        files
+    };
+    let before = tree(&to);
+    for _ in 0..2 {
+        let again = home
+            .as_("HUMAN", ["--json", "export", "--to"])
+            .args([&to])
+            .json();
+        assert_eq!(again["copies"]["new"], 0, "{again}");
+    }
+    assert_eq!(tree(&to), before, "no file was rewritten");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
