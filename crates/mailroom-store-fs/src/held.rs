@@ -6,7 +6,10 @@
 //! path it was opened at still names the same directory (device and inode, one `stat` of the
 //! whole path, never following a link in its last component). A directory renamed, removed or
 //! replaced by hand fails that check, is dropped, and the caller walks from the home as if
-//! nothing were held. Nothing held ever answers "does not exist": a miss always walks.
+//! nothing were held. Nothing held ever answers "does not exist": a miss always walks. (The
+//! check's lookup follows a link placed above the last component, which the walk refuses; it
+//! passes only when that link leads back to the very directory held, opened inside the home
+//! by a walk, so nothing is ever reached outside the home through it.)
 
 use std::collections::HashMap;
 use std::sync::Mutex;
