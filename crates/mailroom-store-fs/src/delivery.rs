@@ -177,11 +177,10 @@ fn leave_trace(
     let bx = fs.create_box(&message.from)?;
     let outbox = bx.open_or_create(OUTBOX)?;
     let name = file_name(message.id);
-    if outbox.exists(&name)? {
-        return Ok(None);
-    }
     let created = match source {
+        // The link fails on a trace already there: no look first.
         Some((prepared, temp)) => prepared.link_to(temp, &outbox, &name)?,
+        None if outbox.exists(&name)? => false,
         None => {
             let tmp = bx.open_or_create(TMP)?;
             let t = tmp.write_temp(text.as_bytes(), Durability::Lazy)?;

@@ -9,6 +9,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, RenameFlags};
@@ -21,10 +22,11 @@ pub const DIR_MODE: u32 = 0o700;
 /// Permissions of every file mailroom creates.
 pub const FILE_MODE: u32 = 0o600;
 
-/// An open directory and the path it was opened at (for error messages).
-#[derive(Debug)]
+/// An open directory and the path it was opened at (for error messages). Clones share one
+/// descriptor.
+#[derive(Clone, Debug)]
 pub struct Dir {
-    fd: OwnedFd,
+    fd: Arc<OwnedFd>,
     path: PathBuf,
 }
 
@@ -72,7 +74,7 @@ impl Dir {
         let fd = rfs::open(path, dir_flags(), Mode::empty())
             .map_err(|e| FsError::io("open directory", path, no_follow_hint(e)))?;
         Ok(Dir {
-            fd,
+            fd: Arc::new(fd),
             path: path.to_owned(),
         })
     }
@@ -84,7 +86,7 @@ impl Dir {
         let fd = rfs::open(path, flags, Mode::empty())
             .map_err(|e| FsError::io("open directory", path, io_err(e)))?;
         Ok(Dir {
-            fd,
+            fd: Arc::new(fd),
             path: path.to_owned(),
         })
     }
@@ -95,7 +97,7 @@ impl Dir {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         match rfs::openat(&self.fd, name, flags, Mode::empty()) {
             Ok(fd) => Ok(Some(Dir {
-                fd,
+                fd: Arc::new(fd),
                 path: self.child_path(name),
             })),
             Err(Errno::NOENT) => Ok(None),
@@ -108,7 +110,23 @@ impl Dir {
     }
 
     pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        std::os::fd::AsFd::as_fd(&self.fd)
+        std::os::fd::AsFd::as_fd(&*self.fd)
+    }
+
+    /// The device and inode of this directory.
+    pub fn identity(&self) -> Result<(u64, u64), FsError> {
+        let st = rfs::fstat(&*self.fd).map_err(|e| FsError::io("stat", &self.path, io_err(e)))?;
+        Ok((st.st_dev, st.st_ino))
+    }
+
+    /// Whether the path this directory was opened at names it still (`identity` is its
+    /// own): one lookup of the whole path instead of a walk of it. A directory renamed or
+    /// removed since, or a symbolic link put in its place, makes it false.
+    pub fn still_at_its_path(&self, identity: (u64, u64)) -> bool {
+        matches!(
+            rfs::statat(rfs::CWD, &self.path, AtFlags::SYMLINK_NOFOLLOW),
+            Ok(st) if (st.st_dev, st.st_ino) == identity
+        )
     }
 
     /// The last component of the path this directory was opened at.
@@ -124,7 +142,7 @@ impl Dir {
     pub fn open(&self, name: &str) -> Result<Option<Dir>, FsError> {
         match rfs::openat(&self.fd, name, dir_flags(), Mode::empty()) {
             Ok(fd) => Ok(Some(Dir {
-                fd,
+                fd: Arc::new(fd),
                 path: self.child_path(name),
             })),
             Err(Errno::NOENT) => Ok(None),

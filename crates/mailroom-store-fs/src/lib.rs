@@ -19,6 +19,7 @@ mod directory;
 mod doctor;
 mod error;
 pub mod frontmatter;
+mod held;
 mod listing;
 mod mailbox;
 mod names;
@@ -64,6 +65,8 @@ pub struct FsStore {
     /// The last copy this store delivered: its text and the directory it is in. The sender's
     /// outbox trace of the same text is then a hard link to it, not a second file.
     last_delivery: std::sync::Mutex<Option<(String, Dir)>>,
+    /// Scope and mailbox directories kept open between operations (see `held`).
+    held: held::Held,
 }
 
 pub(crate) const PROJECTS: &str = "projects";
@@ -174,6 +177,7 @@ impl FsStore {
         FsStore {
             home: home.into(),
             last_delivery: std::sync::Mutex::new(None),
+            held: held::Held::default(),
         }
     }
 
@@ -239,22 +243,36 @@ impl FsStore {
 
     /// The directory of a scope (`global/` or a project's), `None` when it does not exist.
     fn open_scope(&self, scope: &Scope) -> Result<Option<Dir>, FsError> {
-        match scope {
-            Scope::Global => match self.root()? {
-                Some(root) => root.open(GLOBAL),
-                None => Ok(None),
-            },
-            Scope::Project(p) => open_named(self.root()?, PROJECTS, p.as_str()),
+        let key = held::scope_key(scope);
+        if let Some(dir) = self.held.get(&key) {
+            return Ok(Some(dir));
         }
+        let found = match scope {
+            Scope::Global => match self.root()? {
+                Some(root) => root.open(GLOBAL)?,
+                None => None,
+            },
+            Scope::Project(p) => open_named(self.root()?, PROJECTS, p.as_str())?,
+        };
+        if let Some(dir) = &found {
+            self.held.keep(key, dir);
+        }
+        Ok(found)
     }
 
     /// The directory of a scope, created (with the home) when absent.
     fn create_scope(&self, scope: &Scope) -> Result<Dir, FsError> {
-        let root = self.create_root()?;
-        match scope {
-            Scope::Global => root.open_or_create(GLOBAL),
-            Scope::Project(p) => create_named(&root, PROJECTS, p.as_str()),
+        let key = held::scope_key(scope);
+        if let Some(dir) = self.held.get(&key) {
+            return Ok(dir);
         }
+        let root = self.create_root()?;
+        let dir = match scope {
+            Scope::Global => root.open_or_create(GLOBAL)?,
+            Scope::Project(p) => create_named(&root, PROJECTS, p.as_str())?,
+        };
+        self.held.keep(key, &dir);
+        Ok(dir)
     }
 
     fn open_project(&self, name: &Name) -> Result<Option<Dir>, FsError> {
@@ -267,20 +285,34 @@ impl FsStore {
 
     /// The mailbox directory of `address`, `None` when it does not exist.
     fn open_box(&self, address: &Address) -> Result<Option<Dir>, FsError> {
-        open_named(
+        let key = held::box_key(address);
+        if let Some(dir) = self.held.get(&key) {
+            return Ok(Some(dir));
+        }
+        let found = open_named(
             self.open_scope(&address.scope)?,
             BOXES,
             address.handle.as_str(),
-        )
+        )?;
+        if let Some(dir) = &found {
+            self.held.keep(key, dir);
+        }
+        Ok(found)
     }
 
     /// The mailbox directory of `address`, created (with its scope) when absent.
     fn create_box(&self, address: &Address) -> Result<Dir, FsError> {
-        create_named(
+        let key = held::box_key(address);
+        if let Some(dir) = self.held.get(&key) {
+            return Ok(dir);
+        }
+        let dir = create_named(
             &self.create_scope(&address.scope)?,
             BOXES,
             address.handle.as_str(),
-        )
+        )?;
+        self.held.keep(key, &dir);
+        Ok(dir)
     }
 
     /// The directory of a channel, `None` when it does not exist.

@@ -1030,3 +1030,57 @@ fn a_roster_entry_doubled_by_hand_is_listed_once() {
     let handles: Vec<&str> = members.iter().map(|m| m.handle.as_str()).collect();
     assert_eq!(handles, ["a", "Bob"], "one entry per handle");
 }
+
+/// One store sends again after its mailbox and project directories were moved, removed or
+/// replaced by hand between sends: the directories it keeps open are never trusted past that.
+#[test]
+fn a_directory_moved_by_hand_between_sends_is_noticed() {
+    let home = Home::new();
+    let m = home.ops();
+    let count = |dir: &Path| std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+
+    let first = send(&home, "alice@web", "bob@web", "first");
+    let bx = home.mailbox("bob@web");
+    assert_eq!(copies(&home, "bob@web", first.id), 1);
+
+    // The mailbox renamed away: the next copy goes to a new mailbox at its path.
+    let moved = bx.with_file_name("bob-old");
+    std::fs::rename(&bx, &moved).expect("move the mailbox");
+    let second = send(&home, "alice@web", "bob@web", "second");
+    assert_eq!(copies(&home, "bob@web", second.id), 1, "a new mailbox");
+    assert_eq!(
+        count(&moved.join("unread")),
+        1,
+        "the moved one keeps only its own copy"
+    );
+
+    // The mailbox replaced by a symlink: refused, nothing written through it.
+    std::fs::remove_dir_all(&bx).expect("remove the mailbox");
+    let outside = home.outside();
+    symlink(&outside, &bx).expect("plant the symlink");
+    let e = m
+        .send(&addr("alice@web"), draft("bob@web", "third"))
+        .expect_err("a send through a symlink is refused");
+    assert_eq!(e.kind(), ErrorKind::Store, "{e}");
+    assert_eq!(count(&outside), 0, "nothing written through the link");
+    std::fs::remove_file(&bx).expect("remove the symlink");
+
+    // The whole project renamed away: the sender's mailbox and the recipient's are made anew
+    // at their paths, and the moved project gets nothing.
+    let project = home.path().join("projects").join("web");
+    let old_project = home.path().join("projects").join("web-old");
+    let old_outbox = old_project.join("boxes").join("alice").join("outbox");
+    std::fs::rename(&project, &old_project).expect("move the project");
+    let traces = count(&old_outbox);
+    assert_eq!(traces, 2, "the first two sends left their traces");
+    let fourth = send(&home, "alice@web", "bob@web", "fourth");
+    assert_eq!(copies(&home, "bob@web", fourth.id), 1);
+    assert!(
+        home.mailbox("alice@web")
+            .join("outbox")
+            .join(format!("{}.md", fourth.id))
+            .exists(),
+        "the trace is in the sender's new outbox"
+    );
+    assert_eq!(count(&old_outbox), traces, "the moved project gets nothing");
+}

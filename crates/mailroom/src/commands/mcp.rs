@@ -33,9 +33,9 @@ pub fn mcp(ctx: &mut Ctx, tools: ToolsArg, as_any: bool) -> Result<()> {
     };
     // The claim of a git-derived identity is recorded once, when the server starts.
     ctx.record_claim()?;
-    let store: Arc<dyn Store> = match &ctx.store {
-        AnyStore::Fs(fs) => Arc::new(FsStore::new(fs.home().to_path_buf())),
-        AnyStore::Pg(pg) => pg.clone(),
+    let (store, file_store): (Arc<dyn Store>, bool) = match &ctx.store {
+        AnyStore::Fs(fs) => (Arc::new(FsStore::new(fs.home().to_path_buf())), true),
+        AnyStore::Pg(pg) => (pg.clone(), false),
     };
     let set = match tools {
         ToolsArg::All => ToolSet::All,
@@ -48,5 +48,11 @@ pub fn mcp(ctx: &mut Ctx, tools: ToolsArg, as_any: bool) -> Result<()> {
         },
         set,
     );
+    // The file store's calls are plain system calls, never an async runtime of their own.
+    let server = if file_store {
+        server.calls_on_server_thread()
+    } else {
+        server
+    };
     mailroom_mcp::serve_stdio(server).map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))
 }
