@@ -6,7 +6,6 @@ use std::io::IsTerminal as _;
 use anyhow::Result;
 use mailroom_core::{Error, Store};
 use mailroom_store_fs::FsStore;
-use mailroom_store_pg::PgStore;
 use serde_json::json;
 
 use crate::context::{AnyStore, Ctx};
@@ -28,7 +27,7 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
         ))
     };
     let target: Box<dyn Store> = if mailroom_store_pg::is_url(to) {
-        let pg = PgStore::open(to)?;
+        let pg = crate::context::open_pg(to, false)?;
         if let AnyStore::Pg(source) = &ctx.store
             && source.same_as(&pg)
         {
