@@ -248,6 +248,11 @@ pub trait Mailboxes {
     /// Claims `key` for `sender`'s message `id`, or returns the id that claimed it first.
     fn claim_key(&self, sender: &Address, key: &str, id: MessageId) -> Result<KeyClaim>;
 
+    /// The idempotency keys `sender` claimed, each with the id it claimed, sorted by key: what
+    /// an export copies (through [`Mailboxes::claim_key`]). A key file that does not read is
+    /// left out.
+    fn keys(&self, sender: &Address) -> Result<Vec<(String, MessageId)>>;
+
     /// The mailbox's pending copies (unread and read), oldest first, without changing them.
     /// Costs O(pending), never O(archive).
     fn pending(&self, mailbox: &Address) -> Result<Listing>;

@@ -484,6 +484,20 @@ impl Mailboxes for PgStore {
         })
     }
 
+    fn keys(&self, sender: &Address) -> Result<Vec<(String, MessageId)>> {
+        let s = mailbox_key(sender);
+        let rows = self.read("list idempotency keys", |c| {
+            c.query_typed(
+                "SELECT key, id FROM keys WHERE sender_key = $1 ORDER BY key",
+                &[(&s, Type::TEXT)],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| Some((r.get("key"), MessageId::parse(r.get("id"))?)))
+            .collect())
+    }
+
     fn pending(&self, mailbox: &Address) -> Result<Listing> {
         self.copies(
             "list pending mail",

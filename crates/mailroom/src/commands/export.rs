@@ -77,12 +77,13 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
             "outbox": {"total": done.traces, "new": done.traces_new},
             "entries": {"total": done.entries, "new": done.entries_new},
             "seen": {"total": done.seen, "new": done.seen_new},
+            "keys": {"total": done.keys, "new": done.keys_new},
             "not_copied": damaged,
         }));
     } else {
         output::notices(&damaged);
         crate::outln!(
-            "exported to {}: {} projects ({} new), {} members ({} new), {} copies in {} mailboxes ({} new or moved), {} outbox traces ({} new), {} channel entries ({} new), {} seen marks ({} new)",
+            "exported to {}: {} projects ({} new), {} members ({} new), {} copies in {} mailboxes ({} new or moved), {} outbox traces ({} new), {} channel entries ({} new), {} seen marks ({} new), {} idempotency keys ({} new)",
             target.describe(),
             done.projects,
             done.projects_new,
@@ -96,7 +97,9 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
             done.entries,
             done.entries_new,
             done.seen,
-            done.seen_new
+            done.seen_new,
+            done.keys,
+            done.keys_new
         );
     }
     Ok(())

@@ -509,6 +509,9 @@ fn dump(store: &dyn mailroom_core::Store) -> String {
         for m in store.outbox(mb).unwrap() {
             writeln!(out, "{mb}: sent {} r{} to {:?}", m.id, m.revision, m.to).unwrap();
         }
+        for (key, id) in store.keys(mb).unwrap() {
+            writeln!(out, "{mb}: key {key:?} claimed {id}").unwrap();
+        }
     }
     for (project, names) in readers {
         for name in store.channels(&project).unwrap() {
@@ -575,6 +578,19 @@ fn export_copies_a_whole_mailroom_to_postgresql_and_back_and_again_adds_nothing(
         .ok();
     home.as_("carol@web", ["channel", "post", "run-1", "-m", "step 1"])
         .ok();
+    home.as_(
+        "carol@web",
+        [
+            "send",
+            "--to",
+            "alice",
+            "--idempotency-key",
+            "deploy:42",
+            "-m",
+            "keyed",
+        ],
+    )
+    .ok();
     let files = mailroom_store_fs::FsStore::new(home.path());
     let before = dump(&files);
 
@@ -591,7 +607,10 @@ fn export_copies_a_whole_mailroom_to_postgresql_and_back_and_again_adds_nothing(
     assert_eq!(dump(&pg), before, "files → PostgreSQL keeps everything");
 
     let again = home.as_("HUMAN", ["--json", "export", "--to", &url]).json();
-    for part in ["projects", "members", "copies", "outbox", "entries", "seen"] {
+    assert_eq!(first["keys"]["new"], 1, "{first}");
+    for part in [
+        "projects", "members", "copies", "outbox", "entries", "seen", "keys",
+    ] {
         assert_eq!(again[part]["new"], 0, "{part}: {again}");
     }
     assert_eq!(dump(&pg), before, "a second export adds nothing");
