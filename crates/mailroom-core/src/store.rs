@@ -86,6 +86,14 @@ pub struct Member {
     pub since: Option<Timestamp>,
 }
 
+/// What [`Directory::lookup`] found: for each project and each roster entry asked for, in the
+/// order asked, the project or entry (`None`: not there).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Found {
+    pub projects: Vec<Option<Project>>,
+    pub members: Vec<Option<Member>>,
+}
+
 /// The outcome of claiming an idempotency key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyClaim {
@@ -174,6 +182,22 @@ pub trait Directory {
     /// Replaces an existing member's entry (status, role); `Ok(false)` when there is none.
     fn update_member(&self, project: &Name, member: &Member) -> Result<bool>;
 
+    /// The projects and the roster entries `(project, handle)` named, each in the order given
+    /// (`None`: not there): what one operation's checks read, fetched as one question where a
+    /// database answers with one query (the default asks for each). The answers are as current
+    /// as those of [`Directory::project`] and [`Directory::member`].
+    fn lookup(&self, projects: &[Name], members: &[(Name, Name)]) -> Result<Found> {
+        let projects = projects
+            .iter()
+            .map(|p| self.project(p))
+            .collect::<Result<_>>()?;
+        let members = members
+            .iter()
+            .map(|(p, h)| self.member(p, h))
+            .collect::<Result<_>>()?;
+        Ok(Found { projects, members })
+    }
+
     /// Every project `handle` is on the roster of, with its entry, sorted by project: one
     /// question where a database answers with one query (the default asks each project).
     fn memberships(&self, handle: &Name) -> Result<Vec<(Project, Member)>> {
@@ -223,6 +247,11 @@ pub trait Mailboxes {
 
     /// Claims `key` for `sender`'s message `id`, or returns the id that claimed it first.
     fn claim_key(&self, sender: &Address, key: &str, id: MessageId) -> Result<KeyClaim>;
+
+    /// The idempotency keys `sender` claimed, each with the id it claimed, sorted by key: what
+    /// an export copies (through [`Mailboxes::claim_key`]). A key file that does not read is
+    /// left out.
+    fn keys(&self, sender: &Address) -> Result<Vec<(String, MessageId)>>;
 
     /// The mailbox's pending copies (unread and read), oldest first, without changing them.
     /// Costs O(pending), never O(archive).

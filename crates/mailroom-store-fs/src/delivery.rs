@@ -231,3 +231,39 @@ pub(crate) fn claim_key(
         None => KeyClaim::Claimed,
     })
 }
+
+/// The keys `sender` claimed: the names of its `keys/` files, hex-decoded, with the id each
+/// holds; a file whose name or content does not read is left out.
+pub(crate) fn keys(fs: &FsStore, sender: &Address) -> Result<Vec<(String, MessageId)>> {
+    let Some(bx) = fs.open_box(sender)? else {
+        return Ok(vec![]);
+    };
+    let Some(keys) = bx.open(KEYS)? else {
+        return Ok(vec![]);
+    };
+    let mut out = Vec::new();
+    for name in keys.list()? {
+        let bytes: Option<Vec<u8>> = (name.len() % 2 == 0)
+            .then(|| {
+                (0..name.len())
+                    .step_by(2)
+                    .map(|i| {
+                        name.get(i..i + 2)
+                            .and_then(|h| u8::from_str_radix(h, 16).ok())
+                    })
+                    .collect()
+            })
+            .flatten();
+        let Some(key) = bytes.and_then(|b| String::from_utf8(b).ok()) else {
+            continue;
+        };
+        let id = keys
+            .read(&name, Limit::small("an idempotency key file"))?
+            .and_then(|b| MessageId::parse(String::from_utf8_lossy(&b).trim()));
+        if let Some(id) = id {
+            out.push((key, id));
+        }
+    }
+    out.sort();
+    Ok(out)
+}

@@ -395,6 +395,10 @@ impl Mailboxes for FsStore {
         delivery::claim_key(self, sender, key, id)
     }
 
+    fn keys(&self, sender: &Address) -> Result<Vec<(String, MessageId)>> {
+        delivery::keys(self, sender)
+    }
+
     fn pending(&self, mailbox: &Address) -> Result<Listing> {
         mailbox::pending(self, mailbox)
     }

@@ -3,7 +3,8 @@
 use jiff::Timestamp;
 use mailroom_core::message::{BROADCAST, ChannelRef};
 use mailroom_core::store::{
-    Channels, Delivery, Directory, KeyClaim, Mailboxes, OriginClaim, Sessions, Watch, matches_query,
+    Channels, Delivery, Directory, Found, KeyClaim, Mailboxes, OriginClaim, Sessions, Watch,
+    matches_query,
 };
 use mailroom_core::{
     Address, Error, Listing, Member, MemberStatus, Message, MessageId, Name, Policy, Project,
@@ -318,6 +319,41 @@ impl Directory for PgStore {
         Ok(n > 0)
     }
 
+    fn lookup(&self, projects: &[Name], members: &[(Name, Name)]) -> Result<Found> {
+        let pk: Vec<String> = projects.iter().map(key).collect();
+        let mp: Vec<String> = members.iter().map(|(p, _)| key(p)).collect();
+        let mh: Vec<String> = members.iter().map(|(_, h)| key(h)).collect();
+        // One round trip: the projects found, then the entries found, each with its position.
+        let rows = self.read("look up projects and members", |c| {
+            c.query_typed(
+                "SELECT 0 AS part, q.n, p.name, p.policy, p.created,                         NULL AS handle, NULL AS role, NULL AS status, NULL AS joined, NULL AS since                  FROM unnest($1::text[]) WITH ORDINALITY AS q(k, n) JOIN projects p ON p.key = q.k                  UNION ALL                  SELECT 1, q.n, NULL, NULL, NULL, m.handle, m.role, m.status, m.joined, m.since                  FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS q(p, h, n)                  JOIN members m ON m.project_key = q.p AND m.handle_key = q.h",
+                &[
+                    (&pk, Type::TEXT_ARRAY),
+                    (&mp, Type::TEXT_ARRAY),
+                    (&mh, Type::TEXT_ARRAY),
+                ],
+            )
+        })?;
+        let mut found = vec![None; projects.len()];
+        let mut entries = vec![None; members.len()];
+        for row in &rows {
+            let part: i32 = row.get("part");
+            let n: i64 = row.get("n");
+            let at = usize::try_from(n - 1).unwrap_or(usize::MAX);
+            if part == 0 {
+                if let Some(slot) = found.get_mut(at) {
+                    *slot = Some(project_of(row)?);
+                }
+            } else if let Some(slot) = entries.get_mut(at) {
+                *slot = Some(member_of(row)?);
+            }
+        }
+        Ok(Found {
+            projects: found,
+            members: entries,
+        })
+    }
+
     fn memberships(&self, handle: &Name) -> Result<Vec<(Project, Member)>> {
         let h = key(handle);
         let rows = self.read("list memberships", |c| {
@@ -371,27 +407,42 @@ impl Mailboxes for PgStore {
         let cols = Cols::of(message);
         let id = message.id.to_string();
         let sender = mailbox_key(&message.from);
-        // Mailbox rows are locked in key order, so two sends to the same recipients in
-        // different orders cannot deadlock, and last, just before the commit, so concurrent
-        // sends to one recipient wait on its row as briefly as can be.
-        let mut order: Vec<usize> = (0..recipients.len()).collect();
-        order.sort_by_key(|&i| mailbox_key(&recipients[i]));
-        let new = self.write("confirm the send", |tx| {
-            let mut new = vec![false; recipients.len()];
-            for &i in &order {
-                new[i] = insert_copy(tx, &recipients[i], &cols, &id)?;
-            }
-            upsert_trace(tx, &sender, &id, &cols)?;
-            for &i in &order {
-                if new[i] {
-                    let r = &recipients[i];
-                    bump_mailbox(tx, &self.schema, &mailbox_key(r), &r.to_string())?;
-                }
-            }
-            Ok(new)
+        let keys: Vec<String> = recipients.iter().map(mailbox_key).collect();
+        let spelled: Vec<String> = recipients.iter().map(ToString::to_string).collect();
+        let channels: Vec<String> = keys
+            .iter()
+            .map(|k| notify_channel(&self.schema, k))
+            .collect();
+        // The copies, the trace, the generation bumps and the notifications are one statement
+        // (migration 0003), so one round trip and its own transaction.
+        let sql = format!(
+            "SELECT mailroom_deliver($1, $2, $3, $4, $5, {})",
+            msg_placeholders(6)
+        );
+        let fresh: Vec<bool> = self.write_statement("confirm the send", |c| {
+            let mut params: Vec<Param<'_>> = vec![
+                (&keys, Type::TEXT_ARRAY),
+                (&spelled, Type::TEXT_ARRAY),
+                (&channels, Type::TEXT_ARRAY),
+                (&id, Type::TEXT),
+                (&sender, Type::TEXT),
+            ];
+            params.extend(cols.params());
+            Ok(c.query_typed_one(&sql, &params)?.get(0))
         })?;
+        // The function answers one flag per recipient; anything else is not this schema.
+        if fresh.len() != recipients.len() {
+            return Err(Error::store(
+                format!("the PostgreSQL server at {}", self.shown),
+                crate::Msg(format!(
+                    "answered a send to {} recipients with {} delivery flags",
+                    recipients.len(),
+                    fresh.len()
+                )),
+            ));
+        }
         Ok(Delivery {
-            new,
+            new: fresh,
             trace_error: None,
         })
     }
@@ -431,6 +482,20 @@ impl Mailboxes for PgStore {
                 None => KeyClaim::Claimed,
             }
         })
+    }
+
+    fn keys(&self, sender: &Address) -> Result<Vec<(String, MessageId)>> {
+        let s = mailbox_key(sender);
+        let rows = self.read("list idempotency keys", |c| {
+            c.query_typed(
+                "SELECT key, id FROM keys WHERE sender_key = $1 ORDER BY key",
+                &[(&s, Type::TEXT)],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .filter_map(|r| Some((r.get("key"), MessageId::parse(r.get("id"))?)))
+            .collect())
     }
 
     fn pending(&self, mailbox: &Address) -> Result<Listing> {

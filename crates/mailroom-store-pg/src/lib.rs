@@ -20,6 +20,7 @@
 
 mod codec;
 mod imp;
+mod pgpass;
 pub mod testing;
 mod tls;
 mod watch;
@@ -31,10 +32,13 @@ use mailroom_core::Error;
 use postgres::error::SqlState;
 use postgres::{Client, Config, Transaction};
 
+pub use pgpass::PasswordSources;
+
 /// The embedded migrations, in order: version N is `MIGRATIONS[N - 1]`. Append only.
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_initial.sql"),
     include_str!("../migrations/0002_strict.sql"),
+    include_str!("../migrations/0003_deliver.sql"),
 ];
 
 /// The schema version this binary writes and reads.
@@ -182,6 +186,23 @@ pub fn redacted(raw: &str) -> String {
 /// must never hold a session up: the hooks and `setup --check`.
 pub const QUICK_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// [`parse_url_with`], then a password from `passwords` when the URL has none (see
+/// [`PasswordSources`]); also returns a warning to show the user when the password file was
+/// ignored.
+pub fn parse_url_for(
+    raw: &str,
+    connect_timeout: Duration,
+    passwords: &PasswordSources,
+) -> Result<(Config, Option<String>), Error> {
+    let mut config = parse_url_with(raw, connect_timeout)?;
+    let warning = passwords.fill(&mut config);
+    Ok((config, warning))
+}
+
+/// How long a connection attempt may take when the URL does not say, for a command that is
+/// not a hook.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = CONNECT_TIMEOUT;
+
 /// Parses a PostgreSQL URL (or `key=value` string), adding mailroom's defaults.
 pub fn parse_url(raw: &str) -> Result<Config, Error> {
     parse_url_with(raw, CONNECT_TIMEOUT)
@@ -197,12 +218,9 @@ pub fn parse_url_with(raw: &str, connect_timeout: Duration) -> Result<Config, Er
             "sslmode={mode} is not supported: this mailroom does not verify server certificates; write sslmode=require (encrypted, certificate not checked) and reach the server over a network you trust"
         )));
     }
-    let mut config: Config = raw.parse().map_err(|e: postgres::Error| {
-        Error::Invalid(format!(
-            "the PostgreSQL URL is not valid ({}); write it as postgres://USER@HOST:PORT/DATABASE",
-            scrub(&e.to_string(), raw)
-        ))
-    })?;
+    let mut config: Config = raw
+        .parse()
+        .map_err(|e: postgres::Error| Error::Invalid(url_problem(&e, raw)))?;
     if config.get_hosts().is_empty() {
         config.host("localhost");
     }
@@ -213,6 +231,65 @@ pub fn parse_url_with(raw: &str, connect_timeout: Duration) -> Result<Config, Er
         config.application_name("mailroom");
     }
     Ok(config)
+}
+
+/// The connection parameters a URL may set, with what each accepts: the driver's, which are
+/// libpq's that it supports.
+const PARAMETERS: &[(&str, &str)] = &[
+    ("user", "a role name"),
+    ("password", "the role's password"),
+    ("dbname", "a database name"),
+    ("options", "server options, as -c name=value"),
+    ("application_name", "a name shown in pg_stat_activity"),
+    ("sslmode", "disable, prefer or require"),
+    ("sslnegotiation", "postgres or direct"),
+    ("host", "a host name, an address or a socket directory"),
+    ("hostaddr", "an IP address"),
+    ("port", "a port number"),
+    ("connect_timeout", "a whole number of seconds"),
+    ("tcp_user_timeout", "a whole number of milliseconds"),
+    ("keepalives", "1 (on) or 0 (off)"),
+    ("keepalives_idle", "a whole number of seconds"),
+    ("keepalives_interval", "a whole number of seconds"),
+    ("keepalives_retries", "a whole number"),
+    ("target_session_attrs", "any, read-write or read-only"),
+    ("channel_binding", "disable, prefer or require"),
+    ("load_balance_hosts", "disable or random"),
+];
+
+/// The sentence for a URL the driver would not parse: which parameter is wrong and what it
+/// accepts, when the driver says which (its own message names neither), never the password.
+fn url_problem(e: &postgres::Error, raw: &str) -> String {
+    let cause = std::error::Error::source(e).map_or_else(String::new, ToString::to_string);
+    let named = |prefix: &str| {
+        cause
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_suffix('`'))
+            .map(str::to_owned)
+    };
+    if let Some(name) = named("unknown option `") {
+        let known: Vec<&str> = PARAMETERS.iter().map(|(n, _)| *n).collect();
+        return scrub(
+            &format!(
+                "the PostgreSQL URL has the parameter '{name}', which is not a connection parameter mailroom knows; remove it or use one of: {}",
+                known.join(", ")
+            ),
+            raw,
+        );
+    }
+    if let Some(name) = named("invalid value for option `") {
+        let accepts = PARAMETERS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("another value", |(_, a)| a);
+        return format!(
+            "the PostgreSQL URL's parameter '{name}' has a value it does not accept; write {accepts}"
+        );
+    }
+    format!(
+        "the PostgreSQL URL is not valid ({}); write it as postgres://USER@HOST:PORT/DATABASE",
+        scrub(&format!("{e}: {cause}"), raw)
+    )
 }
 
 /// A plain client for `url`, connected as the store connects (TLS as `sslmode` says): for
@@ -369,6 +446,84 @@ impl PgStore {
         self.config.get_dbname().unwrap_or("")
     }
 
+    /// `doctor` on PostgreSQL: what the constraints cannot hold and one pass over the tables
+    /// finds. The connection and the schema version were checked when the store opened.
+    /// Nothing is repaired: each finding says what to do.
+    ///
+    /// - a mailbox holding mail that is not on its project's roster (a send whose roster entry
+    ///   could not be recorded after the delivery): the mail is there, but resolution and
+    ///   rosters do not know the mailbox;
+    /// - a mailbox holding mail without its row in `mailboxes`: its change token and waits do
+    ///   not see that mail;
+    /// - a strict-mode grant in `identities` to a role that does not exist.
+    pub fn doctor(&self) -> Result<Vec<mailroom_core::Finding>, Error> {
+        let rows = self.read("check the mailroom", |c| {
+            c.query_typed(
+                "SELECT 'roster' AS what, c.mailbox AS subject, count(*) AS n FROM copies c \
+                 WHERE c.mailbox <> 'human' AND NOT EXISTS (SELECT 1 FROM members m \
+                   WHERE m.project_key = split_part(c.mailbox, '@', 2) \
+                   AND m.handle_key = split_part(c.mailbox, '@', 1)) \
+                 GROUP BY c.mailbox \
+                 UNION ALL \
+                 SELECT 'token', c.mailbox, count(*) FROM copies c \
+                 WHERE NOT EXISTS (SELECT 1 FROM mailboxes b WHERE b.key = c.mailbox) \
+                 GROUP BY c.mailbox \
+                 UNION ALL \
+                 SELECT 'role', i.role::text, count(*) FROM identities i \
+                 WHERE NOT EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = i.role) \
+                 GROUP BY i.role \
+                 ORDER BY 1, 2",
+                &[],
+            )
+        })?;
+        let messages = |n: i64| {
+            if n == 1 {
+                "1 message".to_owned()
+            } else {
+                format!("{n} messages")
+            }
+        };
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let what: &str = row.get("what");
+                let subject: String = row.get("subject");
+                let n: i64 = row.get("n");
+                let (handle, project) = subject.split_once('@').unwrap_or((&subject, ""));
+                let (location, problem, fix) = match what {
+                    "roster" => (
+                        subject.clone(),
+                        format!(
+                            "holds {} but is not on the roster of project '{project}'",
+                            messages(n)
+                        ),
+                        format!("as HUMAN: mailroom --project {project} roster add {handle}"),
+                    ),
+                    "token" => (
+                        subject.clone(),
+                        format!(
+                            "holds {} but has no row in mailboxes, so its change token and waits do not see them",
+                            messages(n)
+                        ),
+                        "send it a message (a delivery creates the row)".to_owned(),
+                    ),
+                    _ => (
+                        "identities".to_owned(),
+                        format!("grants {n} mailbox(es) to the role '{subject}', which does not exist"),
+                        "create the role (mailroom role prints its SQL) or delete its rows from identities"
+                            .to_owned(),
+                    ),
+                };
+                mailroom_core::Finding {
+                    location: format!("{} {location}", self.shown),
+                    problem,
+                    fix,
+                    fixed: false,
+                }
+            })
+            .collect())
+    }
+
     /// Whether `other` is the very same mailroom (server, database and schema).
     pub fn same_as(&self, other: &PgStore) -> bool {
         self.shown == other.shown && self.schema == other.schema
@@ -474,20 +629,65 @@ impl PgStore {
                     self.give(client);
                     return Err(self.failed(what, &e));
                 }
-                Err(Failure::Unconfirmed(e)) => {
-                    return Err(sentence(
-                        format!(
-                            "the connection to the PostgreSQL server at {} broke while it was asked to {what}",
-                            self.shown
-                        ),
-                        format!(
-                            "the request reached it but no answer came back ({e}), so it may or may not have happened; look before doing it again (a send: check the outbox, or send again with the same --key)"
-                        ),
-                    ));
+                Err(Failure::Unconfirmed(e)) => return Err(unconfirmed(&self.shown, what, &e)),
+            }
+        }
+    }
+}
+
+impl PgStore {
+    /// Runs `f`, one statement that is its own transaction and may safely run twice (its
+    /// effect is keyed, like a send's copies by message id): one round trip where [`PgStore::write`]
+    /// takes three or more. A statement PostgreSQL aborted to resolve a deadlock is run again.
+    /// So is one whose connection broke, on a new connection: it may have committed before the
+    /// break, and running it again then changes nothing. When the new connection breaks too,
+    /// the change is reported as unconfirmed: it may or may not have happened.
+    pub(crate) fn write_statement<T>(
+        &self,
+        what: &str,
+        mut f: impl FnMut(&mut Client) -> Result<T, postgres::Error>,
+    ) -> Result<T, Error> {
+        let mut broken = false;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            // After a break, a fresh connection: the idle ones may have broken with it.
+            let mut client = if broken {
+                self.connect()?
+            } else {
+                self.take()?
+            };
+            match f(&mut client) {
+                Ok(v) => {
+                    self.give(client);
+                    return Ok(v);
+                }
+                Err(e) if is_lost(&e) || client.is_closed() => {
+                    if broken {
+                        return Err(unconfirmed(&self.shown, what, &e));
+                    }
+                    broken = true;
+                }
+                Err(e) if is_retryable(&e) && attempt < ATTEMPTS => self.give(client),
+                Err(e) => {
+                    self.give(client);
+                    return Err(self.failed(what, &e));
                 }
             }
         }
     }
+}
+
+/// The sentence for a change whose request reached the server but whose answer never came.
+fn unconfirmed(shown: &str, what: &str, e: &postgres::Error) -> Error {
+    sentence(
+        format!(
+            "the connection to the PostgreSQL server at {shown} broke while it was asked to {what}"
+        ),
+        format!(
+            "the request reached it but no answer came back ({e}), so it may or may not have happened; look before doing it again (a send: check the outbox, or send again with the same --key)"
+        ),
+    )
 }
 
 fn run_transaction<T>(
@@ -628,7 +828,41 @@ mod tests {
         let e = parse_url("postgres://alice:s3cret@host:notaport/db").unwrap_err();
         let text = e.to_string();
         assert!(!text.contains("s3cret"), "{text}");
-        assert!(text.contains("not valid"), "{text}");
+        assert_eq!(
+            text,
+            "the PostgreSQL URL's parameter 'port' has a value it does not accept; write a port number"
+        );
+        assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid);
+    }
+
+    #[test]
+    fn a_bad_parameter_is_named_with_what_it_accepts() {
+        let cases = [
+            (
+                "postgres://u:s3cret@h/d?sslmode=bogus",
+                "the PostgreSQL URL's parameter 'sslmode' has a value it does not accept; write disable, prefer or require",
+            ),
+            (
+                "postgres://u:s3cret@h/d?target_session_attrs=primary",
+                "the PostgreSQL URL's parameter 'target_session_attrs' has a value it does not accept; write any, read-write or read-only",
+            ),
+            (
+                "postgres://u:s3cret@h/d?connect_timeout=soon",
+                "the PostgreSQL URL's parameter 'connect_timeout' has a value it does not accept; write a whole number of seconds",
+            ),
+        ];
+        for (url, sentence) in cases {
+            let e = parse_url(url).unwrap_err();
+            assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid, "{url}");
+            assert_eq!(e.to_string(), sentence, "{url}");
+        }
+        let e = parse_url("postgres://u:s3cret@h/d?sslmdoe=require").unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with("the PostgreSQL URL has the parameter 'sslmdoe', which is not a connection parameter mailroom knows; remove it or use one of: user, password, dbname, options, application_name, sslmode,"),
+            "{text}"
+        );
+        assert!(!text.contains("s3cret"), "{text}");
         assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid);
     }
 

@@ -427,3 +427,112 @@ fn sslmode_decides_whether_the_connection_is_encrypted_when_the_server_offers_tl
     store.deliver_all(&sent.to, &sent).unwrap();
     assert_eq!(store.pending(&addr("bob@web")).unwrap().messages.len(), 1);
 }
+
+/// A TCP proxy to the test server that counts the client's round trips: each `Sync` (the end of
+/// an extended-protocol request) and each simple `Query` is one wait for the server's answer.
+/// Returns the port to connect to (in clear text: the count reads the messages).
+fn counting_proxy(
+    server: (String, u16),
+    trips: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> u16 {
+    use std::io::{Read as _, Write as _};
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut upstream) = std::net::TcpStream::connect((server.0.as_str(), server.1))
+            else {
+                return;
+            };
+            let (mut from_server, mut to_client) = (
+                upstream.try_clone().expect("clone"),
+                client.try_clone().expect("clone"),
+            );
+            std::thread::spawn(move || std::io::copy(&mut from_server, &mut to_client));
+            let trips = trips.clone();
+            std::thread::spawn(move || {
+                // The startup message has no type byte; every later one is a type and a length.
+                let mut len = [0u8; 4];
+                if client.read_exact(&mut len).is_err() {
+                    return;
+                }
+                let mut body = vec![0u8; (u32::from_be_bytes(len) as usize).saturating_sub(4)];
+                if client.read_exact(&mut body).is_err()
+                    || upstream.write_all(&len).is_err()
+                    || upstream.write_all(&body).is_err()
+                {
+                    return;
+                }
+                loop {
+                    let mut head = [0u8; 5];
+                    if client.read_exact(&mut head).is_err() {
+                        return;
+                    }
+                    let n = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+                    let mut body = vec![0u8; n.saturating_sub(4)];
+                    if client.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    if head[0] == b'S' || head[0] == b'Q' {
+                        trips.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if upstream.write_all(&head).is_err() || upstream.write_all(&body).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// The throughput of sends over kept connections is bound by their round trips: the core's
+/// checks are one (`Directory::lookup`), the send's writes and commit another
+/// (`mailroom_deliver`). It was about eighteen, one per check and per statement.
+#[test]
+fn a_send_over_a_kept_connection_is_two_round_trips() {
+    use mailroom_core::Mailroom;
+    use mailroom_core::ops::Draft;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let Some(db) = TestDb::create("round_trips") else {
+        return;
+    };
+    let direct = mailroom_store_pg::parse_url(&db.url()).unwrap();
+    let server = match (direct.get_hosts(), direct.get_ports()) {
+        ([postgres::config::Host::Tcp(host), ..], ports) => {
+            (host.clone(), ports.first().copied().unwrap_or(5432))
+        }
+        _ => return, // a Unix socket: nothing to proxy
+    };
+    let trips = Arc::new(AtomicUsize::new(0));
+    let port = counting_proxy(server, trips.clone());
+    let mut config = postgres::Config::new();
+    config
+        .host("127.0.0.1")
+        .port(port)
+        .user(direct.get_user().unwrap_or("postgres"))
+        .dbname(direct.get_dbname().unwrap_or("test"))
+        .options(direct.get_options().unwrap_or(""))
+        .ssl_mode(postgres::config::SslMode::Disable);
+    let store = PgStore::open_config(config).unwrap();
+    let mr = Mailroom::new(&store);
+    let send = |to: &[&str], body: &str| {
+        let draft = Draft {
+            to: to.iter().map(|t| (*t).to_owned()).collect(),
+            body: body.to_owned(),
+            ..Draft::default()
+        };
+        mr.send(&addr("alice@web"), draft).unwrap();
+    };
+    // The first send creates the project and the mailboxes: more to check and write.
+    send(&["bob", "carol"], "hello");
+    for to in [&["bob"][..], &["bob", "carol"], &["carol@web", "HUMAN"]] {
+        let before = trips.load(Ordering::SeqCst);
+        send(to, "again");
+        assert_eq!(trips.load(Ordering::SeqCst) - before, 2, "a send to {to:?}");
+    }
+    assert_eq!(store.pending(&addr("bob@web")).unwrap().messages.len(), 3);
+}

@@ -36,6 +36,23 @@ impl Env {
     }
 }
 
+/// Opens the PostgreSQL store at `url`, with the password from `PGPASSWORD` or the password
+/// file when the URL has none; `quick` gives up connecting sooner (the hooks). A password file
+/// ignored for its permissions is said on stderr, as libpq says it.
+pub fn open_pg(url: &str, quick: bool) -> Result<PgStore, Error> {
+    let timeout = if quick {
+        mailroom_store_pg::QUICK_CONNECT_TIMEOUT
+    } else {
+        mailroom_store_pg::DEFAULT_CONNECT_TIMEOUT
+    };
+    let passwords = mailroom_store_pg::PasswordSources::from_process();
+    let (config, warning) = mailroom_store_pg::parse_url_for(url, timeout, &passwords)?;
+    if let Some(w) = warning {
+        eprintln!("mailroom: warning: {w}");
+    }
+    PgStore::open_config(config)
+}
+
 /// The store a command works on: a home directory, or a PostgreSQL database.
 pub enum AnyStore {
     Fs(FsStore),
@@ -58,8 +75,8 @@ impl AnyStore {
     pub fn doctor(&self, fix: bool) -> Result<Vec<mailroom_core::Finding>> {
         match self {
             AnyStore::Fs(s) => Ok(s.doctor(fix)?),
-            // Opening it checked the connection and the schema; the rest is the server's.
-            AnyStore::Pg(_) => Ok(vec![]),
+            // Opening it checked the connection and the schema; `doctor` looks at the rows.
+            AnyStore::Pg(s) => Ok(s.doctor()?),
         }
     }
 }
@@ -172,12 +189,7 @@ impl Ctx {
                     ))
                     .into());
                 }
-                let open = if quick {
-                    PgStore::open_quick
-                } else {
-                    PgStore::open
-                };
-                AnyStore::Pg(std::sync::Arc::new(open(raw.trim())?))
+                AnyStore::Pg(std::sync::Arc::new(open_pg(raw.trim(), quick)?))
             }
         };
         Ok(Ctx {

@@ -8,7 +8,7 @@ use crate::error::{Error, Fix, Result};
 use crate::message::State;
 use crate::name::Name;
 use crate::ops::Mailroom;
-use crate::store::{Directory, Member, MemberStatus, Policy, Project};
+use crate::store::{Directory, Found, Member, MemberStatus, Policy, Project};
 
 /// What one operation's checks read from the directory, so that they never read the same
 /// project file or roster entry twice (each read is a walk from the home in a directory store,
@@ -21,6 +21,32 @@ pub(crate) struct Reads {
 }
 
 impl Reads {
+    /// Reads the projects and roster entries the checks will ask for in one store call, so
+    /// that a database answers them in one round trip; what the checks ask beyond them is
+    /// read when asked.
+    pub(crate) fn prefetch(
+        &self,
+        store: &dyn Directory,
+        projects: &[Name],
+        members: &[(Name, Name)],
+    ) -> Result<()> {
+        let Found {
+            projects: found,
+            members: entries,
+        } = store.lookup(projects, members)?;
+        self.projects
+            .borrow_mut()
+            .extend(projects.iter().cloned().zip(found));
+        self.members.borrow_mut().extend(
+            members
+                .iter()
+                .cloned()
+                .zip(entries)
+                .map(|((p, h), m)| (p, h, m)),
+        );
+        Ok(())
+    }
+
     /// `store.project(name)`, read once per operation.
     fn project(&self, store: &dyn Directory, name: &Name) -> Result<Option<Project>> {
         if let Some((_, p)) = self.projects.borrow().iter().find(|(n, _)| n == name) {

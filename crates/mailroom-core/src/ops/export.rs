@@ -2,10 +2,12 @@
 //! ids, states, threads, revisions as they read now, outbox traces, rosters, channel entries
 //! (retracted ones too) and seen sets. Running it again copies only what is missing or moved on.
 //!
+//! Idempotency keys are copied too, so a retry against the target finds the first message.
+//!
 //! Not copied, because they belong to one store: the hooks' injection marks (a change token of
 //! one store means nothing in another; the next session start shows pending mail again), the
-//! origin claims of git-derived identities (the next command re-records them), idempotency keys
-//! and the earlier revisions of edited copies (the trait cannot list them).
+//! origin claims of git-derived identities (the next command re-records them), and the earlier
+//! revisions of edited copies (the trait cannot list them).
 
 use std::collections::BTreeSet;
 
@@ -14,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::message::{ChannelRef, Damaged, MessageId, State};
 use crate::name::Name;
 use crate::ops::Mailroom;
-use crate::store::Store;
+use crate::store::{KeyClaim, Store};
 
 /// What an export copied: totals, and what was new in the target.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -33,6 +35,9 @@ pub struct Exported {
     pub entries_new: usize,
     pub seen: usize,
     pub seen_new: usize,
+    pub keys: usize,
+    /// Keys the target had not claimed (one it claimed for another id stays as it is).
+    pub keys_new: usize,
     /// What the source could not read: reported, not copied.
     pub damaged: Vec<Damaged>,
 }
@@ -140,6 +145,16 @@ impl Mailroom<'_> {
             if target.sent(mailbox, trace.id)?.as_ref() != Some(&trace) {
                 target.record_sent(&trace)?;
                 out.traces_new += 1;
+            }
+        }
+        let held = target.keys(mailbox)?;
+        for (key, id) in source.keys(mailbox)? {
+            out.keys += 1;
+            if held.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            if target.claim_key(mailbox, &key, id)? == KeyClaim::Claimed {
+                out.keys_new += 1;
             }
         }
         Ok(())

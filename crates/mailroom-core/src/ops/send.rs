@@ -4,6 +4,7 @@
 use crate::address::{Address, AddressSpec};
 use crate::error::{Error, Fix, Result};
 use crate::message::{Kind, Message, MessageId, Priority};
+use crate::name::Name;
 use crate::ops::Mailroom;
 use crate::ops::directory::{Plan, Reads};
 use crate::store::{KeyClaim, Store};
@@ -77,15 +78,24 @@ impl Mailroom<'_> {
                 fix: Box::new(Fix::SplitRecipients),
             });
         }
-        // The checks read each project file and roster entry once.
+        let specs = draft
+            .to
+            .iter()
+            .map(|raw| {
+                AddressSpec::parse(raw).map_err(|source| Error::InvalidAddress {
+                    input: raw.clone(),
+                    source,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // The checks read each project and roster entry once, and what they are sure to ask
+        // for in one store call.
         let reads = Reads::default();
+        let (projects, members) = facts_needed(me, &specs);
+        reads.prefetch(self.store(), &projects, &members)?;
         let mut plans: Vec<Plan> = Vec::new();
-        for raw in &draft.to {
-            let spec = AddressSpec::parse(raw).map_err(|source| Error::InvalidAddress {
-                input: raw.clone(),
-                source,
-            })?;
-            let plan = self.plan_recipient(&reads, me.project(), &spec)?;
+        for spec in &specs {
+            let plan = self.plan_recipient(&reads, me.project(), spec)?;
             if !plans.iter().any(|p| p.address == plan.address) {
                 plans.push(plan);
             }
@@ -224,6 +234,40 @@ impl Mailroom<'_> {
             }
         }
     }
+}
+
+/// The projects and roster entries a send from `me` to `specs` is sure to read: each
+/// recipient's project (the sender's, for a bare handle) and the recipient's entry there, the
+/// sender's project and entry, and the sender's entry in each other project written into (its
+/// roster policy may ask).
+fn facts_needed(me: &Address, specs: &[AddressSpec]) -> (Vec<Name>, Vec<(Name, Name)>) {
+    let mut projects: Vec<Name> = Vec::new();
+    let mut members: Vec<(Name, Name)> = Vec::new();
+    let mut want = |project: &Name, handle: &Name| {
+        if !projects.contains(project) {
+            projects.push(project.clone());
+        }
+        let entry = (project.clone(), handle.clone());
+        if !members.contains(&entry) {
+            members.push(entry);
+        }
+    };
+    if let Some(mine) = me.project() {
+        want(mine, &me.handle);
+    }
+    for spec in specs.iter().filter(|s| !s.is_human()) {
+        match (&spec.project, me.project()) {
+            (Some(p), _) => {
+                want(p, &spec.handle);
+                if !me.is_human() && me.project() != Some(p) {
+                    want(p, &me.handle);
+                }
+            }
+            (None, Some(mine)) => want(mine, &spec.handle),
+            (None, None) => {}
+        }
+    }
+    (projects, members)
 }
 
 /// Publishes `message` to its recipients (and to HUMAN, for a hold request HUMAN is not among)

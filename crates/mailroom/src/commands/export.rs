@@ -6,7 +6,6 @@ use std::io::IsTerminal as _;
 use anyhow::Result;
 use mailroom_core::{Error, Store};
 use mailroom_store_fs::FsStore;
-use mailroom_store_pg::PgStore;
 use serde_json::json;
 
 use crate::context::{AnyStore, Ctx};
@@ -28,7 +27,7 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
         ))
     };
     let target: Box<dyn Store> = if mailroom_store_pg::is_url(to) {
-        let pg = PgStore::open(to)?;
+        let pg = crate::context::open_pg(to, false)?;
         if let AnyStore::Pg(source) = &ctx.store
             && source.same_as(&pg)
         {
@@ -88,12 +87,13 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
             "outbox": {"total": done.traces, "new": done.traces_new},
             "entries": {"total": done.entries, "new": done.entries_new},
             "seen": {"total": done.seen, "new": done.seen_new},
+            "keys": {"total": done.keys, "new": done.keys_new},
             "not_copied": damaged,
         }));
     } else {
         output::notices(&damaged);
         crate::outln!(
-            "exported to {}: {} projects ({} new), {} members ({} new), {} copies in {} mailboxes ({} new or moved), {} outbox traces ({} new), {} channel entries ({} new), {} seen marks ({} new)",
+            "exported to {}: {} projects ({} new), {} members ({} new), {} copies in {} mailboxes ({} new or moved), {} outbox traces ({} new), {} channel entries ({} new), {} seen marks ({} new), {} idempotency keys ({} new)",
             target.describe(),
             done.projects,
             done.projects_new,
@@ -107,7 +107,9 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
             done.entries,
             done.entries_new,
             done.seen,
-            done.seen_new
+            done.seen_new,
+            done.keys,
+            done.keys_new
         );
     }
     Ok(())

@@ -509,6 +509,9 @@ fn dump(store: &dyn mailroom_core::Store) -> String {
         for m in store.outbox(mb).unwrap() {
             writeln!(out, "{mb}: sent {} r{} to {:?}", m.id, m.revision, m.to).unwrap();
         }
+        for (key, id) in store.keys(mb).unwrap() {
+            writeln!(out, "{mb}: key {key:?} claimed {id}").unwrap();
+        }
     }
     for (project, names) in readers {
         for name in store.channels(&project).unwrap() {
@@ -575,6 +578,19 @@ fn export_copies_a_whole_mailroom_to_postgresql_and_back_and_again_adds_nothing(
         .ok();
     home.as_("carol@web", ["channel", "post", "run-1", "-m", "step 1"])
         .ok();
+    home.as_(
+        "carol@web",
+        [
+            "send",
+            "--to",
+            "alice",
+            "--idempotency-key",
+            "deploy:42",
+            "-m",
+            "keyed",
+        ],
+    )
+    .ok();
     let files = mailroom_store_fs::FsStore::new(home.path());
     let before = dump(&files);
 
@@ -591,7 +607,10 @@ fn export_copies_a_whole_mailroom_to_postgresql_and_back_and_again_adds_nothing(
     assert_eq!(dump(&pg), before, "files → PostgreSQL keeps everything");
 
     let again = home.as_("HUMAN", ["--json", "export", "--to", &url]).json();
-    for part in ["projects", "members", "copies", "outbox", "entries", "seen"] {
+    assert_eq!(first["keys"]["new"], 1, "{first}");
+    for part in [
+        "projects", "members", "copies", "outbox", "entries", "seen", "keys",
+    ] {
         assert_eq!(again[part]["new"], 0, "{part}: {again}");
     }
     assert_eq!(dump(&pg), before, "a second export adds nothing");
@@ -798,10 +817,11 @@ fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
     assert!(!members.to_string().contains("mallory"), "{members}");
 }
 
-/// A TCP proxy to the test server that lets everything through until the client sends
-/// `COMMIT`: it forwards that, swallows the server's answer and closes the client's side, as a
-/// network that fails at the worst moment would. Returns the port to connect to.
-fn proxy_cutting_at_commit(server: String) -> u16 {
+/// A TCP proxy to the test server that lets everything through until the client sends a
+/// statement containing `marker`: it forwards that, swallows the server's answer and closes
+/// the client's side, as a network that fails at the worst moment would. Every connection
+/// through it is cut so. Returns the port to connect to.
+fn proxy_cutting_at(server: String, marker: &'static [u8]) -> u16 {
     use std::io::{Read as _, Write as _};
     use std::net::{Shutdown, TcpListener, TcpStream};
     use std::sync::Arc;
@@ -826,7 +846,7 @@ fn proxy_cutting_at_commit(server: String) -> u16 {
                     if n == 0 {
                         break;
                     }
-                    if buf[..n].windows(7).any(|w| w == b"COMMIT\0") {
+                    if buf[..n].windows(marker.len()).any(|w| w == marker) {
                         seen.store(true, Ordering::SeqCst);
                     }
                     if u_write.write_all(&buf[..n]).is_err() {
@@ -840,7 +860,7 @@ fn proxy_cutting_at_commit(server: String) -> u16 {
                     break;
                 }
                 if cut.load(Ordering::SeqCst) {
-                    // The server answered the COMMIT (it is done); the client never hears it.
+                    // The server answered (the statement is done); the client never hears it.
                     let _ = client.shutdown(Shutdown::Both);
                     let _ = upstream.shutdown(Shutdown::Both);
                     break;
@@ -867,8 +887,10 @@ fn a_send_whose_commit_cannot_be_confirmed_says_so_and_never_claims_success() {
         .split_once('@')
         .map(|(_, rest)| rest.split('/').next().unwrap_or("").to_owned())
         .expect("host:port");
-    let port = proxy_cutting_at_commit(server.clone());
-    // In clear text, so that the proxy sees the COMMIT go by (the default `prefer` would
+    // A send is one statement, committed as it ends: the proxy cuts at it, on the first
+    // connection and on the new one the store opens to run it again.
+    let port = proxy_cutting_at(server.clone(), b"mailroom_deliver(");
+    // In clear text, so that the proxy sees the statement go by (the default `prefer` would
     // encrypt where the test server has TLS on).
     let through_proxy = format!(
         "{}&sslmode=disable",
@@ -904,4 +926,73 @@ fn a_send_whose_commit_cannot_be_confirmed_says_so_and_never_claims_success() {
         .map(|m| m["body"].as_str().expect("body"))
         .collect();
     assert_eq!(bodies, vec!["warm up", "did this arrive?"]);
+}
+
+#[test]
+fn a_password_file_others_may_read_is_ignored_with_a_warning() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(h) = PgHome::new("pgpass_shared") else {
+        return;
+    };
+    let file = h.home.root().join("pgpass");
+    std::fs::write(&file, "*:*:*:*:s3cret-from-file\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut cmd = h.as_("alice@web", &["whoami"]);
+    cmd.env("PGPASSFILE", &file).env_remove("PGPASSWORD");
+    let run = cmd.ok();
+    assert_eq!(
+        run.stderr,
+        format!(
+            "mailroom: warning: the password file {} may be read by its group or others, so it is ignored; make it private with chmod 600 {}\n",
+            file.display(),
+            file.display()
+        )
+    );
+    // Private, it is read (the test server trusts loopback, so any password logs in), and no
+    // output ever shows the password.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut cmd = h.as_("alice@web", &["whoami"]);
+    cmd.env("PGPASSFILE", &file).env_remove("PGPASSWORD");
+    let run = cmd.ok();
+    assert_eq!(run.stderr, "");
+    assert!(!run.stdout.contains("s3cret"), "{}", run.stdout);
+}
+
+#[test]
+fn doctor_on_postgres_finds_mail_off_the_roster_and_grants_to_missing_roles() {
+    let Some(h) = PgHome::new("pg_doctor") else {
+        return;
+    };
+    h.send("alice@web", "bob", "hello");
+    let healthy = h.as_("HUMAN", &["doctor"]).ok();
+    assert!(
+        healthy.stdout.ends_with(": healthy\n"),
+        "{}",
+        healthy.stdout
+    );
+    let s = h.db.schema().to_owned();
+    h.db.admin()
+        .batch_execute(&format!(
+            "DELETE FROM {s}.members WHERE handle_key = 'bob'; \
+             INSERT INTO {s}.identities (role, mailbox) VALUES ('mr_nobody_{s}', 'carol@web')"
+        ))
+        .unwrap();
+    let run = h.as_("HUMAN", &["doctor"]).fails(1);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", run.stdout);
+    assert!(
+        lines[0].ends_with(&format!(
+            " identities: grants 1 mailbox(es) to the role 'mr_nobody_{s}', which does not exist (fix: create the role (mailroom role prints its SQL) or delete its rows from identities)"
+        )),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].ends_with(
+            " bob@web: holds 1 message but is not on the roster of project 'web' (fix: as HUMAN: mailroom --project web roster add bob)"
+        ),
+        "{}",
+        lines[1]
+    );
+    assert!(run.stderr.contains("2 problems remain"), "{}", run.stderr);
 }
