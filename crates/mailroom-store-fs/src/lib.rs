@@ -19,6 +19,7 @@ mod directory;
 mod doctor;
 mod error;
 pub mod frontmatter;
+mod index;
 mod listing;
 mod mailbox;
 mod names;
@@ -397,6 +398,14 @@ impl Mailboxes for FsStore {
     fn everything(&self, mailbox: &Address) -> Result<Listing> {
         mailbox::everything(self, mailbox)
     }
+
+    fn search(&self, mailbox: &Address, query: &str) -> Result<Listing> {
+        mailbox::search(self, mailbox, query)
+    }
+
+    fn search_sent(&self, sender: &Address, query: &str) -> Result<Vec<Message>> {
+        mailbox::search_sent(self, sender, query)
+    }
 }
 
 impl Channels for FsStore {
@@ -435,6 +444,10 @@ impl Channels for FsStore {
 
     fn channels(&self, project: &Name) -> Result<Vec<Name>> {
         channels::channels(self, project)
+    }
+
+    fn search_entries(&self, project: &Name, query: &str) -> Result<Listing> {
+        channels::search_entries(self, project, query)
     }
 }
 

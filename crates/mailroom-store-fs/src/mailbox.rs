@@ -14,6 +14,7 @@ use crate::cache;
 use crate::codec::message_to_text;
 use crate::dir::{Dir, Durability};
 use crate::error::FsError;
+use crate::index::{self, Indexed};
 use crate::listing::{keep_latest, read_dir, read_one};
 use crate::{FsStore, OUTBOX, REVISIONS, TMP, file_name, id_of, is_message_name, state_dir_name};
 
@@ -370,4 +371,40 @@ pub(crate) fn watch(
         w.below_home(fs.home(), entries)?;
     }
     Ok(Box::new(w))
+}
+
+/// The copies whose subject or body contains `query`: `everything` filtered by
+/// `matches_query`, read through the mailbox's search index (see `index`).
+pub(crate) fn search(fs: &FsStore, mailbox: &Address, query: &str) -> Result<Listing> {
+    let Some(bx) = fs.open_box(mailbox)? else {
+        return Ok(Listing::default());
+    };
+    let sources = State::ALL.map(|s| (state_dir_name(s), Some(s)));
+    Ok(index::search(
+        &Indexed {
+            parent: &bx,
+            file: index::MAILBOX_INDEX,
+            sources: &sources,
+            owner: mailbox,
+        },
+        query,
+    )?)
+}
+
+/// The outbox traces whose subject or body contains `query`: `outbox` filtered by
+/// `matches_query`, read through the outbox's search index.
+pub(crate) fn search_sent(fs: &FsStore, sender: &Address, query: &str) -> Result<Vec<Message>> {
+    let Some(bx) = fs.open_box(sender)? else {
+        return Ok(vec![]);
+    };
+    let found = index::search(
+        &Indexed {
+            parent: &bx,
+            file: index::OUTBOX_INDEX,
+            sources: &[(OUTBOX, None)],
+            owner: sender,
+        },
+        query,
+    )?;
+    Ok(found.messages.into_iter().map(|s| s.message).collect())
 }
