@@ -67,6 +67,10 @@ const RECORD: u64 = 20;
 /// The bytes of one bucket record: postings offset and checksum.
 const BUCKET: u64 = 8;
 
+/// A list longer than this many bytes per candidate left is not read: reading a candidate's
+/// file costs more than decoding that much of a list.
+const SKIP_BYTES: u64 = 256;
+
 /// One directory an index covers: its name in the parent and the state its files are in
 /// (`None`: an outbox).
 pub type Source<'a> = (&'a str, Option<State>);
@@ -146,6 +150,8 @@ struct Seen {
     identity: Option<(u64, i128)>,
     /// Whether the time alone proves the directory unchanged (it was not racy).
     trusted: bool,
+    /// The entries of its files (they are numbered directory by directory).
+    files: std::ops::Range<u32>,
 }
 
 /// One indexed file.
@@ -244,17 +250,23 @@ fn candidates(file: &File, h: &Header, query: &str) -> Option<Vec<u32>> {
     }
     let mut lists = Vec::with_capacity(grams.len());
     for g in grams {
-        lists.push(postings(file, h, g)?);
+        lists.push(bucket(file, h, g)?);
     }
-    lists.sort_by_key(Vec::len);
-    for list in lists {
+    // Shortest lists first. Once few candidates are left, a long list costs more to decode
+    // than it could save: every candidate is confirmed by reading its file anyway, so the
+    // rest are skipped (a superset of the matches is all this must give).
+    lists.sort_by_key(|b| b.len);
+    for b in lists {
+        if let Some(f) = &found
+            && (f.is_empty() || (f.len() as u64).saturating_mul(SKIP_BYTES) < b.len)
+        {
+            break;
+        }
+        let list = postings(file, h, &b)?;
         found = Some(match found {
             None => list,
             Some(prev) => intersect(&prev, &list),
         });
-        if found.as_ref().is_some_and(Vec::is_empty) {
-            break;
-        }
     }
     let mut all = found.unwrap_or_default();
     all.extend_from_slice(&h.always);
@@ -287,8 +299,16 @@ fn read_at(file: &File, at: u64, len: u64) -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// The entries of bucket `g`, ascending.
-fn postings(file: &File, h: &Header, g: u32) -> Option<Vec<u32>> {
+/// Where a bucket's list is: its bucket, offset and length in the postings, and checksum.
+struct Bucket {
+    g: u32,
+    start: u64,
+    len: u64,
+    sum: u32,
+}
+
+/// The record of bucket `g`.
+fn bucket(file: &File, h: &Header, g: u32) -> Option<Bucket> {
     let at = h.table_at.checked_add(u64::from(g).checked_mul(BUCKET)?)?;
     let rec = read_at(file, at, BUCKET + 4)?;
     let start = u64::from(u32::from_le_bytes(rec[0..4].try_into().ok()?));
@@ -297,8 +317,18 @@ fn postings(file: &File, h: &Header, g: u32) -> Option<Vec<u32>> {
     if start > end || end > h.postings_len {
         return None;
     }
-    let bytes = read_at(file, h.postings_at.checked_add(start)?, end - start)?;
-    if fnv32(&[&g.to_le_bytes(), &bytes]) != sum {
+    Some(Bucket {
+        g,
+        start,
+        len: end - start,
+        sum,
+    })
+}
+
+/// The entries of a bucket's list, ascending.
+fn postings(file: &File, h: &Header, b: &Bucket) -> Option<Vec<u32>> {
+    let bytes = read_at(file, h.postings_at.checked_add(b.start)?, b.len)?;
+    if fnv32(&[&b.g.to_le_bytes(), &bytes]) != b.sum {
         return None;
     }
     let mut out = Vec::new();
@@ -374,45 +404,60 @@ fn entry(at: u32, source: u8, flags: u8, ino: u64, sum: u32, name: &[u8]) -> Opt
 
 /// Whether each of the `racy` sources holds exactly the files (names and inode numbers) the
 /// index recorded for it: the check for a directory whose time alone proves nothing. It
-/// reads the whole record table and lists the directories, but no message file.
+/// reads those directories' records and lists them, but reads no message file.
 fn same_files(ix: &Indexed<'_>, file: &File, h: &Header, racy: &[usize]) -> Result<bool, FsError> {
-    let Some(records) = read_at(file, h.records_at, u64::from(h.entries) * RECORD) else {
-        return Ok(false);
-    };
-    let Some(names) = read_at(file, h.names_at, h.names_len) else {
-        return Ok(false);
-    };
-    let mut recorded: Vec<Vec<(String, u64)>> = vec![Vec::new(); ix.sources.len()];
-    for (at, rec) in (0u32..).zip(records.chunks_exact(RECORD as usize)) {
-        let Some((source, flags, off, len, ino, sum)) = parse_record(rec) else {
-            return Ok(false);
-        };
-        let Some(name) = usize::try_from(off)
-            .ok()
-            .zip(usize::try_from(off + len).ok())
-            .and_then(|(a, b)| names.get(a..b))
-        else {
-            return Ok(false);
-        };
-        match entry(at, source, flags, ino, sum, name) {
-            Some(e) if usize::from(e.source) < recorded.len() => {
-                recorded[usize::from(e.source)].push((e.name, e.ino));
-            }
-            _ => return Ok(false),
-        }
-    }
     for &i in racy {
+        let Some(recorded) = recorded_files(file, h, i) else {
+            return Ok(false);
+        };
         let Some(dir) = ix.parent.open(ix.sources[i].0)? else {
             return Ok(false);
         };
         let mut now = dir.list_with_ino()?;
         now.retain(|(n, _)| is_message_name(n));
         now.sort();
-        if now != recorded[i] {
+        if now != recorded {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// The names and inode numbers the index recorded for source `i`, in name order; `None` when
+/// the index is damaged.
+fn recorded_files(file: &File, h: &Header, i: usize) -> Option<Vec<(String, u64)>> {
+    let range = h.seen.get(i)?.files.clone();
+    if range.is_empty() {
+        return Some(Vec::new());
+    }
+    let records = read_at(
+        file,
+        h.records_at
+            .checked_add(u64::from(range.start).checked_mul(RECORD)?)?,
+        u64::from(range.end - range.start).checked_mul(RECORD)?,
+    )?;
+    let fields: Vec<_> = records
+        .chunks_exact(RECORD as usize)
+        .map(parse_record)
+        .collect::<Option<_>>()?;
+    // The names of consecutive entries are consecutive: read them in one piece.
+    let from = fields.first()?.2;
+    let to = fields.last().map(|f| f.2.checked_add(f.3))??;
+    if from > to || to > h.names_len {
+        return None;
+    }
+    let names = read_at(file, h.names_at.checked_add(from)?, to - from)?;
+    let mut out = Vec::with_capacity(fields.len());
+    for (at, (source, flags, off, len, ino, sum)) in range.zip(fields) {
+        let a = usize::try_from(off.checked_sub(from)?).ok()?;
+        let name = names.get(a..a.checked_add(usize::try_from(len).ok()?)?)?;
+        let e = entry(at, source, flags, ino, sum, name)?;
+        if usize::from(e.source) != i {
+            return None;
+        }
+        out.push((e.name, e.ino));
+    }
+    Some(out)
 }
 
 /// A bounds-checked reader of the header's fields.
@@ -505,6 +550,7 @@ fn read_header(file: &File) -> Option<Header> {
         seen.push(Seen {
             identity,
             trusted: r.u8()? == 1,
+            files: r.u32()?..r.u32()?,
         });
     }
     if seen.len() != sources as usize {
@@ -539,6 +585,9 @@ fn read_header(file: &File) -> Option<Header> {
     ];
     if !h.buckets.is_power_of_two()
         || ends.iter().any(|e| *e > len)
+        || h.seen
+            .iter()
+            .any(|s| s.files.start > s.files.end || s.files.end > h.entries)
         || h.always.iter().any(|a| *a >= h.entries)
     {
         return None;
@@ -559,7 +608,12 @@ fn rebuild(ix: &Indexed<'_>) -> Result<Listing, FsError> {
         let identity = ix.parent.identity(name)?;
         let now = jiff::Timestamp::now().as_nanosecond();
         let trusted = identity.is_none_or(|(_, changed)| changed + RACY_NS < now);
-        seen.push(Seen { identity, trusted });
+        let first = u32::try_from(files.len()).unwrap_or(u32::MAX);
+        seen.push(Seen {
+            identity,
+            trusted,
+            files: first..first,
+        });
         let Some(dir) = ix.parent.open(name)? else {
             continue;
         };
@@ -585,6 +639,9 @@ fn rebuild(ix: &Indexed<'_>) -> Result<Listing, FsError> {
                 ino,
                 message,
             });
+        }
+        if let Some(s) = seen.last_mut() {
+            s.files.end = u32::try_from(files.len()).unwrap_or(u32::MAX);
         }
     }
     let keep = latest_mask(&out.messages);
@@ -680,6 +737,8 @@ fn encode(seen: &[Seen], files: &[Found], all: &Listing, keep: &[bool]) -> Optio
             }
         }
         head.push(u8::from(s.trusted));
+        head.extend_from_slice(&s.files.start.to_le_bytes());
+        head.extend_from_slice(&s.files.end.to_le_bytes());
     }
     head.extend_from_slice(&entries.to_le_bytes());
     head.extend_from_slice(&buckets.to_le_bytes());

@@ -21,6 +21,7 @@ mod mcp;
 mod postgres;
 mod readers;
 mod roster;
+mod search;
 mod send;
 mod serve;
 mod setup;
