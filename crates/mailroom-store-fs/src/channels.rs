@@ -186,7 +186,8 @@ pub(crate) fn search_entries(fs: &FsStore, project: &Name, query: &str) -> Resul
                 owner: &owner,
             },
             query,
-        )?;
+        )?
+        .listing;
         // The order `entries` gives; the sort is stable, so sorting the matches is sorting
         // the whole channel and then keeping the matches.
         messages.sort_by_key(|s| s.message.id);

@@ -32,13 +32,13 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 
 use mailroom_core::store::matches_query;
-use mailroom_core::{Address, Listing, State};
+use mailroom_core::{Address, Listing, MessageId, State};
 
 use crate::TMP;
 use crate::dir::{Dir, Durability};
 use crate::error::FsError;
-use crate::is_message_name;
 use crate::listing::{latest_mask, read_one};
+use crate::{id_of, is_message_name};
 
 /// The index file of a mailbox's state directories (in the mailbox directory).
 pub const MAILBOX_INDEX: &str = "search.index";
@@ -55,8 +55,8 @@ const MAGIC: &[u8; 8] = b"MRINDEX1";
 /// by its time alone (one second: far more than a clock tick of any filesystem's timestamps).
 const RACY_NS: i128 = 1_000_000_000;
 
-/// The candidate was unreadable when indexed: it is read by every search, so it is reported
-/// as damaged exactly as a full read reports it.
+/// The file is read by every search: it was unreadable when indexed (so it is reported as
+/// damaged exactly as a full read reports it), or its id is not its name.
 const ALWAYS: u8 = 1;
 /// Another copy of the same id in a later state hides this one (see `keep_latest`).
 const HIDDEN: u8 = 2;
@@ -89,13 +89,25 @@ pub struct Indexed<'a> {
 /// Answered from the index when it is current; otherwise every file is read, which is the
 /// answer, and the index is rebuilt from what was read (best effort: an index that cannot be
 /// written only costs speed).
-pub fn search(ix: &Indexed<'_>, query: &str) -> Result<Listing, FsError> {
+pub fn search(ix: &Indexed<'_>, query: &str) -> Result<Searched, FsError> {
     if let Some(found) = indexed(ix, query)? {
         return Ok(found);
     }
     let mut all = rebuild(ix)?;
-    all.messages.retain(|s| matches_query(&s.message, query));
+    all.listing
+        .messages
+        .retain(|s| matches_query(&s.message, query));
     Ok(all)
+}
+
+/// What [`search`] found.
+#[derive(Debug, Default)]
+pub struct Searched {
+    pub listing: Listing,
+    /// The ids of the messages (matching or not) in files not named `<id>.md`, whose id
+    /// comes from their header: every search reads those files, so a caller can tell which
+    /// ids the sources hold without a lookup by name.
+    pub misnamed: Vec<MessageId>,
 }
 
 /// FNV-1a, 32 bits: the checksum of records and lists, and the hash of a trigram.
@@ -186,7 +198,7 @@ struct Header {
 }
 
 /// The answer from the index, or `None` when there is no current, readable index.
-fn indexed(ix: &Indexed<'_>, query: &str) -> Result<Option<Listing>, FsError> {
+fn indexed(ix: &Indexed<'_>, query: &str) -> Result<Option<Searched>, FsError> {
     let Some(file) = ix.parent.open_regular(ix.file)? else {
         return Ok(None);
     };
@@ -222,6 +234,7 @@ fn indexed(ix: &Indexed<'_>, query: &str) -> Result<Option<Listing>, FsError> {
         }
     }
     let mut out = Listing::default();
+    let mut misnamed = Vec::new();
     let mut dirs: Vec<Option<Option<Dir>>> = ix.sources.iter().map(|_| None).collect();
     for e in entries {
         let (name, state) = ix.sources[usize::from(e.source)];
@@ -230,11 +243,20 @@ fn indexed(ix: &Indexed<'_>, query: &str) -> Result<Option<Listing>, FsError> {
             *slot = Some(ix.parent.open(name)?);
         }
         if let Some(Some(dir)) = slot {
+            let before = out.messages.len();
             read_one(ix.owner, dir, &e.name, state, &mut out)?;
+            if id_of(&e.name).is_none()
+                && let Some(s) = out.messages.get(before)
+            {
+                misnamed.push(s.message.id);
+            }
         }
     }
     out.messages.retain(|s| matches_query(&s.message, query));
-    Ok(Some(out))
+    Ok(Some(Searched {
+        listing: out,
+        misnamed,
+    }))
 }
 
 /// The entries that can match `query`, ascending (those read every time included); `None`
@@ -598,7 +620,7 @@ fn read_header(file: &File) -> Option<Header> {
 /// Reads every file of the sources (the full read a search without an index does) and
 /// writes the index of what it read. Returns every message, one copy per id, and every
 /// damaged file.
-fn rebuild(ix: &Indexed<'_>) -> Result<Listing, FsError> {
+fn rebuild(ix: &Indexed<'_>) -> Result<Searched, FsError> {
     let mut out = Listing::default();
     let mut seen = Vec::with_capacity(ix.sources.len());
     let mut files: Vec<Found> = Vec::new();
@@ -646,9 +668,18 @@ fn rebuild(ix: &Indexed<'_>) -> Result<Listing, FsError> {
     }
     let keep = latest_mask(&out.messages);
     write(ix, &seen, &files, &out, &keep);
+    let misnamed = files
+        .iter()
+        .filter(|f| id_of(&f.name).is_none())
+        .filter_map(|f| f.message.filter(|m| keep.get(*m).copied().unwrap_or(true)))
+        .filter_map(|m| out.messages.get(m).map(|s| s.message.id))
+        .collect();
     let mut keep = keep.into_iter();
     out.messages.retain(|_| keep.next().unwrap_or(true));
-    Ok(out)
+    Ok(Searched {
+        listing: out,
+        misnamed,
+    })
 }
 
 /// Writes the index, best effort.
@@ -689,6 +720,11 @@ fn encode(seen: &[Seen], files: &[Found], all: &Listing, keep: &[bool]) -> Optio
             }
             Some(m) if !keep.get(m).copied().unwrap_or(true) => flags |= HIDDEN,
             Some(m) => {
+                // A file whose id is not its name is read by every search (see `Searched`).
+                if id_of(&f.name).is_none() {
+                    flags |= ALWAYS;
+                    always.push(at);
+                }
                 let msg = &all.messages.get(m)?.message;
                 grams.clear();
                 trigrams(&msg.subject.to_lowercase(), buckets, &mut grams);

@@ -148,15 +148,21 @@ fn text() -> impl Strategy<Value = String> {
     prop::collection::vec(prop::sample::select(ALPHABET), 0..24).prop_map(|v| v.concat())
 }
 
+/// What a file is: a message named `<id>.md`, a damaged file, or a message under another
+/// name (its id then comes from its header).
+const PLAIN: u8 = 0;
+const DAMAGED: u8 = 1;
+const MISNAMED: u8 = 2;
+
 /// One file: where it goes (a state, the outbox, the channel), which id (a few ids,
-/// so one id may have copies in several states), subject, body, and whether it is damaged.
-fn file() -> impl Strategy<Value = (usize, usize, String, String, bool)> {
+/// so one id may have copies in several states), subject, body, and what it is.
+fn file() -> impl Strategy<Value = (usize, usize, String, String, u8)> {
     (
         0..STATES + 2,
         0..12usize,
         text(),
         text(),
-        prop::bool::weighted(0.1),
+        prop_oneof![8 => Just(PLAIN), 1 => Just(DAMAGED), 1 => Just(MISNAMED)],
     )
 }
 
@@ -164,7 +170,7 @@ fn file() -> impl Strategy<Value = (usize, usize, String, String, bool)> {
 #[derive(Clone, Debug)]
 enum Change {
     /// A new file, or a new version of one (a new inode moved over it).
-    Put(usize, usize, String, String, bool),
+    Put(usize, usize, String, String, u8),
     /// A file moved to another state directory.
     Move(usize, usize),
     Delete(usize),
@@ -196,16 +202,20 @@ struct Corpus {
 }
 
 impl Corpus {
-    fn put(&mut self, home: &Home, f: &(usize, usize, String, String, bool)) {
-        let (place, id, subject, body, damaged) = f;
-        let id = self.ids[*id];
-        let text = if *damaged {
+    fn put(&mut self, home: &Home, f: &(usize, usize, String, String, u8)) {
+        let (place, n, subject, body, what) = f;
+        let id = self.ids[*n];
+        let text = if *what == DAMAGED {
             format!("no header at all {body}").into_bytes()
         } else {
             encode_message(&message(id, subject, body)).into_bytes()
         };
-        self.files
-            .push(home.put(*place, &format!("{id}.md"), &text));
+        let name = if *what == MISNAMED {
+            format!("hand-{n}.md")
+        } else {
+            format!("{id}.md")
+        };
+        self.files.push(home.put(*place, &name, &text));
     }
 }
 
@@ -321,7 +331,7 @@ fn hand_changes_after_indexing_are_seen() {
                 i,
                 format!("Archived {i}"),
                 format!("Body number {i}."),
-                false,
+                PLAIN,
             ),
         );
     }
@@ -343,14 +353,14 @@ fn hand_changes_after_indexing_are_seen() {
     // Added by hand.
     corpus.put(
         &home,
-        &(done, 7, "x".into(), "now number 123. too".into(), false),
+        &(done, 7, "x".into(), "now number 123. too".into(), PLAIN),
     );
     assert_eq!(
         found(&home),
         vec![(corpus.ids[7], State::Done), (corpus.ids[123], State::Done)]
     );
     // Edited by hand (a new file moved over the old): no longer a hit.
-    corpus.put(&home, &(done, 123, "y".into(), "changed".into(), false));
+    corpus.put(&home, &(done, 123, "y".into(), "changed".into(), PLAIN));
     assert_eq!(found(&home), vec![(corpus.ids[7], State::Done)]);
     // Moved back to unread by hand.
     let from = home.dir(done).join(format!("{}.md", corpus.ids[7]));
