@@ -1,5 +1,5 @@
-//! The search index: a file beside a group of message directories (a mailbox's state
-//! directories, its outbox, a channel's entries) that narrows a search to the files that can
+//! The search index: a file beside a group of message directories (a mailbox's archive,
+//! `done/` and `cancelled/`; its outbox; a channel's entries) that narrows a search to the files that can
 //! match, so a search reads a few files instead of the whole archive.
 //!
 //! Invariants:
@@ -40,7 +40,8 @@ use crate::error::FsError;
 use crate::listing::{latest_mask, read_one};
 use crate::{id_of, is_message_name};
 
-/// The index file of a mailbox's state directories (in the mailbox directory).
+/// The index file of a mailbox's archived states, `done/` and `cancelled/` (in the mailbox
+/// directory; pending mail is read directly).
 pub const MAILBOX_INDEX: &str = "search.index";
 /// The index file of a mailbox's outbox (in the mailbox directory).
 pub const OUTBOX_INDEX: &str = "outbox.index";
