@@ -12,6 +12,7 @@ use mailroom_core::{Address, Listing, Message, MessageId, Name, Result, State, S
 
 use crate::codec::message_to_text;
 use crate::dir::Durability;
+use crate::index::{self, Indexed};
 use crate::listing::{keep_latest, read_dir};
 use crate::{CHANNELS, ENTRIES, FsStore, RETRACTED, SEEN, TMP, file_name, id_of, names};
 
@@ -158,4 +159,40 @@ pub(crate) fn channels(fs: &FsStore, project: &Name) -> Result<Vec<Name>> {
         .collect();
     names.sort();
     Ok(names)
+}
+
+/// The entries (not retracted) of every channel of `project` whose subject or body contains
+/// `query`, by channel then id: what `entries` filtered by `matches_query` gives, read through
+/// each channel's search index (see `index`).
+pub(crate) fn search_entries(fs: &FsStore, project: &Name, query: &str) -> Result<Listing> {
+    let mut out = Listing::default();
+    for name in channels(fs, project)? {
+        let channel = ChannelRef {
+            project: project.clone(),
+            name,
+        };
+        let Some(dir) = fs.open_channel(&channel)? else {
+            continue;
+        };
+        let owner = entry_owner(&channel);
+        let Listing {
+            mut messages,
+            damaged,
+        } = index::search(
+            &Indexed {
+                parent: &dir,
+                file: index::CHANNEL_INDEX,
+                sources: &[(ENTRIES, Some(State::Unread))],
+                owner: &owner,
+            },
+            query,
+        )?
+        .listing;
+        // The order `entries` gives; the sort is stable, so sorting the matches is sorting
+        // the whole channel and then keeping the matches.
+        messages.sort_by_key(|s| s.message.id);
+        out.messages.extend(messages);
+        out.damaged.extend(damaged);
+    }
+    Ok(out)
 }

@@ -256,6 +256,36 @@ impl Dir {
         Ok(Some((buf, st.st_ino)))
     }
 
+    /// Opens a regular file for reading at offsets (never through a link, never blocking on a
+    /// FIFO); `Ok(None)` when it is absent or is not a regular file.
+    pub fn open_regular(&self, name: &str) -> Result<Option<File>, FsError> {
+        let fd = match rfs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT | Errno::LOOP) => return Ok(None),
+            Err(e) => return Err(FsError::io("open", self.child_path(name), io_err(e))),
+        };
+        let st =
+            rfs::fstat(&fd).map_err(|e| FsError::io("stat", self.child_path(name), io_err(e)))?;
+        if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::RegularFile {
+            return Ok(None);
+        }
+        Ok(Some(File::from(fd)))
+    }
+
+    /// What identifies the present content of a directory entry: its inode number and its
+    /// status-change time in nanoseconds (any entry added, removed or renamed in a directory
+    /// sets it, and no user can set it back). `Ok(None)` when absent.
+    pub fn identity(&self, name: &str) -> Result<Option<(u64, i128)>, FsError> {
+        Ok(self
+            .stat(name)?
+            .map(|st| (st.st_ino, nanoseconds(st.st_ctime, st.st_ctime_nsec))))
+    }
+
     /// Whether an entry exists (without following a symlink).
     pub fn exists(&self, name: &str) -> Result<bool, FsError> {
         Ok(self.stat(name)?.is_some())

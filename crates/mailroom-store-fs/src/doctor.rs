@@ -298,9 +298,11 @@ impl Doctor {
             self.tmp_dir(&tmp, Some(bx))?;
         }
         if self.fix {
-            // The listing cache is rebuilt on the next read; dropping it picks up files that
-            // were edited in place by hand.
+            // The listing cache and the search indexes are rebuilt on the next read; dropping
+            // them picks up files that were edited in place by hand.
             bx.remove(crate::cache::CACHE_FILE)?;
+            bx.remove(crate::index::MAILBOX_INDEX)?;
+            bx.remove(crate::index::OUTBOX_INDEX)?;
         }
         let mut seen: HashMap<MessageId, State> = HashMap::new();
         for state in State::ALL {
@@ -393,6 +395,11 @@ impl Doctor {
             };
             if let Some(tmp) = quiet_open(&ch, crate::TMP) {
                 self.tmp_dir(&tmp, None)?;
+            }
+            if self.fix {
+                // The search index is rebuilt by the next search; dropping it picks up
+                // entries edited in place by hand.
+                ch.remove(crate::index::CHANNEL_INDEX)?;
             }
             let mut ids = std::collections::HashSet::new();
             for sub in ["entries", "retracted"] {
@@ -545,6 +552,7 @@ fn in_channel(path: &[&str], is_dir: bool) -> bool {
     use crate::{ENTRIES, RETRACTED, SEEN, TMP};
     match path {
         [ENTRIES | RETRACTED | SEEN | TMP] => is_dir,
+        [crate::index::CHANNEL_INDEX] => !is_dir,
         [ENTRIES | RETRACTED, entry] => !is_dir && is_message_name(entry),
         [SEEN, _] => is_dir,
         [SEEN, _, _] | [TMP, _] => !is_dir,
@@ -558,6 +566,7 @@ fn in_mailbox(path: &[&str], is_dir: bool) -> bool {
     let state = |s: &str| State::ALL.iter().any(|st| state_dir_name(*st) == s);
     match path {
         [ORIGIN | INJECTED | crate::cache::CACHE_FILE] => !is_dir,
+        [crate::index::MAILBOX_INDEX | crate::index::OUTBOX_INDEX] => !is_dir,
         [TMP | KEYS | OUTBOX | REVISIONS] => is_dir,
         [s] => is_dir && state(s),
         [TMP | KEYS, _] => !is_dir,

@@ -20,6 +20,7 @@ mod doctor;
 mod error;
 pub mod frontmatter;
 mod held;
+mod index;
 mod listing;
 mod mailbox;
 mod names;
@@ -443,6 +444,14 @@ impl Mailboxes for FsStore {
     fn everything(&self, mailbox: &Address) -> Result<Listing> {
         mailbox::everything(self, mailbox)
     }
+
+    fn search(&self, mailbox: &Address, query: &str) -> Result<Listing> {
+        mailbox::search(self, mailbox, query)
+    }
+
+    fn search_sent(&self, sender: &Address, query: &str) -> Result<Vec<Message>> {
+        mailbox::search_sent(self, sender, query)
+    }
 }
 
 impl Channels for FsStore {
@@ -481,6 +490,10 @@ impl Channels for FsStore {
 
     fn channels(&self, project: &Name) -> Result<Vec<Name>> {
         channels::channels(self, project)
+    }
+
+    fn search_entries(&self, project: &Name, query: &str) -> Result<Listing> {
+        channels::search_entries(self, project, query)
     }
 }
 

@@ -88,12 +88,18 @@ pub(crate) fn read_one(
 /// order, so a copy that moved on while they were read is kept once, in its later state.
 /// (Two files of one state with one id, possible only with hand-chosen names, both stay.)
 pub(crate) fn keep_latest(messages: &mut Vec<Stored>) {
+    let mut keep = latest_mask(messages).into_iter();
+    messages.retain(|_| keep.next().unwrap_or(true));
+}
+
+/// For each copy, whether [`keep_latest`] keeps it.
+pub(crate) fn latest_mask(messages: &[Stored]) -> Vec<bool> {
     let mut last: HashMap<MessageId, State> = HashMap::new();
-    let keep: Vec<bool> = messages
+    let mut keep: Vec<bool> = messages
         .iter()
         .rev()
         .map(|s| *last.entry(s.message.id).or_insert(s.state) == s.state)
         .collect();
-    let mut keep = keep.into_iter().rev();
-    messages.retain(|_| keep.next().unwrap_or(true));
+    keep.reverse();
+    keep
 }

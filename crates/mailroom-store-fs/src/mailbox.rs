@@ -10,10 +10,13 @@ use std::collections::HashSet;
 use jiff::Timestamp;
 use mailroom_core::{Address, Listing, Message, MessageId, Result, Scope, State, Stored};
 
+use mailroom_core::store::matches_query;
+
 use crate::cache;
 use crate::codec::message_to_text;
 use crate::dir::{Dir, Durability};
 use crate::error::FsError;
+use crate::index::{self, Indexed};
 use crate::listing::{keep_latest, read_dir, read_one};
 use crate::{FsStore, OUTBOX, REVISIONS, TMP, file_name, id_of, is_message_name, state_dir_name};
 
@@ -370,4 +373,86 @@ pub(crate) fn watch(
         w.below_home(fs.home(), entries)?;
     }
     Ok(Box::new(w))
+}
+
+/// The copies whose subject or body contains `query`: `everything` filtered by
+/// `matches_query`. Pending mail is read as `pending` reads it (O(pending)); the archive
+/// through its search index (see `index`), which deliveries and reads never make stale.
+pub(crate) fn search(fs: &FsStore, mailbox: &Address, query: &str) -> Result<Listing> {
+    const _: () = assert!(
+        PENDING.len() + ARCHIVED.len() == State::ALL.len(),
+        "pending and archived states together are every state, in `State::ALL`'s order"
+    );
+    let Some(bx) = fs.open_box(mailbox)? else {
+        return Ok(Listing::default());
+    };
+    let sources = ARCHIVED.map(|s| (state_dir_name(s), Some(s)));
+    let archive = index::search(
+        &Indexed {
+            parent: &bx,
+            file: index::MAILBOX_INDEX,
+            sources: &sources,
+            owner: mailbox,
+        },
+        query,
+    )?;
+    let mut out = read_states(fs, mailbox, &PENDING, |_| true)?;
+    out.messages.retain(|s| matches_query(&s.message, query));
+    // `everything` keeps one copy per id, the one in the latest state: a pending copy with
+    // an archived copy of the same id is not listed (a copy caught mid-move, or hand-made).
+    let mut archived = Vec::new();
+    for s in &out.messages {
+        archived.push(in_archive(&bx, mailbox, s.message.id, &archive.misnamed)?);
+    }
+    let mut archived = archived.into_iter();
+    out.messages.retain(|_| !archived.next().unwrap_or(false));
+    out.messages.extend(archive.listing.messages);
+    out.damaged.extend(archive.listing.damaged);
+    Ok(out)
+}
+
+/// Whether the archive of mailbox `bx` holds a readable copy with id `id`: the file
+/// `<id>.md` of an archived state, or one of the misnamed files whose header gives `id`.
+fn in_archive(
+    bx: &Dir,
+    mailbox: &Address,
+    id: MessageId,
+    misnamed: &[MessageId],
+) -> Result<bool, FsError> {
+    if misnamed.contains(&id) {
+        return Ok(true);
+    }
+    for state in ARCHIVED {
+        if let Some(dir) = bx.open(state_dir_name(state))? {
+            let mut l = Listing::default();
+            read_one(mailbox, &dir, &file_name(id), Some(state), &mut l)?;
+            if l.messages.iter().any(|s| s.message.id == id) {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// The outbox traces whose subject or body contains `query`: `outbox` filtered by
+/// `matches_query`, read through the outbox's search index.
+pub(crate) fn search_sent(fs: &FsStore, sender: &Address, query: &str) -> Result<Vec<Message>> {
+    let Some(bx) = fs.open_box(sender)? else {
+        return Ok(vec![]);
+    };
+    let found = index::search(
+        &Indexed {
+            parent: &bx,
+            file: index::OUTBOX_INDEX,
+            sources: &[(OUTBOX, None)],
+            owner: sender,
+        },
+        query,
+    )?;
+    Ok(found
+        .listing
+        .messages
+        .into_iter()
+        .map(|s| s.message)
+        .collect())
 }

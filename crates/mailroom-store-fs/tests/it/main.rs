@@ -8,3 +8,4 @@ mod channels;
 mod conformance;
 mod files;
 mod readers;
+mod search;

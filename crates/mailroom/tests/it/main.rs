@@ -22,6 +22,7 @@ mod mcp;
 mod postgres;
 mod readers;
 mod roster;
+mod search;
 mod send;
 mod serve;
 mod setup;
