@@ -47,6 +47,7 @@ pub struct Sent {
 
 impl Mailroom<'_> {
     /// Sends `draft` from `me` to each of its recipients.
+    /// `me` may be spelled in any case: the message carries the names as first written.
     pub fn send(&self, me: &Address, draft: Draft) -> Result<Sent> {
         self.send_in_thread(me, draft, None)
     }
@@ -58,6 +59,10 @@ impl Mailroom<'_> {
         draft: Draft,
         reply_to: Option<&Message>,
     ) -> Result<Sent> {
+        // The checks read each project file and roster entry once, the sender's spelling
+        // included; the record is dropped before the first write.
+        let reads = Reads::default();
+        let me = &self.spelled_in(&reads, me)?;
         let (subject, body) = check_content(draft.subject.as_deref(), &draft.body)?;
         if let Some(key) = &draft.idempotency_key {
             check_key(key)?;
@@ -77,8 +82,6 @@ impl Mailroom<'_> {
                 fix: Box::new(Fix::SplitRecipients),
             });
         }
-        // The checks read each project file and roster entry once.
-        let reads = Reads::default();
         let mut plans: Vec<Plan> = Vec::new();
         for raw in &draft.to {
             let spec = AddressSpec::parse(raw).map_err(|source| Error::InvalidAddress {
