@@ -224,6 +224,23 @@ impl Ctx {
         Ok(id)
     }
 
+    /// The identity as given, its names not yet spelled as first written, for an operation
+    /// that spells them itself while it reads the sender's entry; [`Self::spelled_as`] then
+    /// records what it found. An identity already resolved is returned as it is.
+    pub fn me_as_given(&mut self) -> Result<Identity> {
+        let id = match &self.identity {
+            Some(i) => i.clone(),
+            None => identity::resolve(&self.inputs)?,
+        };
+        id.ok_or_else(|| no_identity().into())
+    }
+
+    /// Records `address` (the spelling an operation found) as the identity's.
+    pub fn spelled_as(&mut self, mut identity: Identity, address: &Address) {
+        identity.address = address.clone();
+        self.identity = Some(Some(identity));
+    }
+
     /// Records the checkout that claims a git-derived identity, once a command using it has
     /// succeeded (a refused command leaves no trace), and warns when another checkout claimed
     /// it first.
@@ -269,10 +286,7 @@ impl Ctx {
     pub fn me(&mut self) -> Result<Address> {
         match self.identity()? {
             Some(i) => Ok(i.address),
-            None => Err(Error::Invalid(
-                "no identity: this directory is not inside a git repository; pass --as HANDLE, set MAILROOM_AS, or run inside a repository".into(),
-            )
-            .into()),
+            None => Err(no_identity().into()),
         }
     }
 
@@ -364,4 +378,10 @@ fn find_repo(cwd: &Path) -> Result<Option<(Repo, Option<String>)>> {
         },
         config.url,
     )))
+}
+
+fn no_identity() -> Error {
+    Error::Invalid(
+        "no identity: this directory is not inside a git repository; pass --as HANDLE, set MAILROOM_AS, or run inside a repository".into(),
+    )
 }

@@ -7,7 +7,8 @@
 //! UTF-8. Anything else (help, a short flag, `--flag=value`, a value starting with `-`, a
 //! repeated flag, an unknown word, a typo) gives `None`, and the full parser reads the command
 //! line as it always did, with its own errors and suggestions. A test checks that every command
-//! line this accepts parses to the same `Cli` through clap.
+//! line this accepts parses to the same `Cli` through clap. `--version` alone is answered
+//! here too, with the text clap would print (a test compares them).
 
 use std::ffi::OsString;
 
@@ -47,6 +48,17 @@ pub fn parse(args: &[OsString]) -> Option<Cli> {
         json: globals.json,
         command,
     })
+}
+
+/// What `mailroom --version` (or `-V`) alone on the command line prints, without building the
+/// parser; `None` for any other command line. A test holds it to clap's own text.
+pub fn version(args: &[OsString]) -> Option<String> {
+    match args {
+        [only] if only == "--version" || only == "-V" => {
+            Some(format!("mailroom {}\n", env!("CARGO_PKG_VERSION")))
+        }
+        _ => None,
+    }
 }
 
 #[derive(Default)]
@@ -164,6 +176,25 @@ mod tests {
     use clap::Parser as _;
 
     use super::*;
+
+    #[test]
+    fn version_prints_what_clap_prints_and_only_alone() {
+        use clap::CommandFactory as _;
+        let clap_text = crate::cli::Cli::command().render_version();
+        for flag in ["--version", "-V"] {
+            assert_eq!(version(&[OsString::from(flag)]), Some(clap_text.clone()));
+        }
+        for line in [
+            &["--version", "--json"][..],
+            &["--json", "--version"],
+            &["inbox", "--version"],
+            &["--Version"],
+            &[],
+        ] {
+            let args: Vec<OsString> = line.iter().map(OsString::from).collect();
+            assert_eq!(version(&args), None, "{line:?}");
+        }
+    }
 
     /// Words command lines are made of: the fast path's flags and values, and what it must
     /// leave to clap.

@@ -27,6 +27,11 @@ fn parse() -> Result<cli::Cli, clap::Error> {
 }
 
 fn main() -> ExitCode {
+    if let Some(text) = fast::version(&std::env::args_os().skip(1).collect::<Vec<_>>()) {
+        // As clap's own `--version`: a closed stdout is not an error worth a word.
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+        return ExitCode::SUCCESS;
+    }
     let cli = match parse() {
         Ok(cli) => cli,
         Err(e) => {

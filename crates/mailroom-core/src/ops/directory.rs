@@ -308,16 +308,20 @@ impl Mailroom<'_> {
     /// `address` with its names spelled as they were first written (an unknown name keeps
     /// the spelling given).
     pub fn spelled(&self, address: &Address) -> Result<Address> {
+        self.spelled_in(&Reads::default(), address)
+    }
+
+    /// [`Self::spelled`] through an operation's record of reads, so the checks that follow
+    /// read the sender's project file and roster entry no second time.
+    pub(crate) fn spelled_in(&self, reads: &Reads, address: &Address) -> Result<Address> {
         let Some(project) = address.project() else {
             return Ok(Address::human());
         };
-        let project = self
-            .store
-            .project(project)?
+        let project = reads
+            .project(self.store(), project)?
             .map_or_else(|| project.clone(), |p| p.name);
-        let handle = self
-            .store
-            .member(&project, &address.handle)?
+        let handle = reads
+            .member(self.store(), &project, &address.handle)?
             .map_or_else(|| address.handle.clone(), |m| m.handle);
         Ok(Address::in_project(handle, project))
     }

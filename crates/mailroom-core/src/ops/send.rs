@@ -48,6 +48,7 @@ pub struct Sent {
 
 impl Mailroom<'_> {
     /// Sends `draft` from `me` to each of its recipients.
+    /// `me` may be spelled in any case: the message carries the names as first written.
     pub fn send(&self, me: &Address, draft: Draft) -> Result<Sent> {
         self.send_in_thread(me, draft, None)
     }
@@ -59,6 +60,27 @@ impl Mailroom<'_> {
         draft: Draft,
         reply_to: Option<&Message>,
     ) -> Result<Sent> {
+        // The checks read each project file and roster entry once, the sender's spelling
+        // included, and what they are sure to ask for in one store call; the record is dropped
+        // before the first write. Recipients are parsed first only to know what to fetch:
+        // their errors come in the checks' order below.
+        let parsed: Vec<Result<AddressSpec>> = draft
+            .to
+            .iter()
+            .map(|raw| {
+                AddressSpec::parse(raw).map_err(|source| Error::InvalidAddress {
+                    input: raw.clone(),
+                    source,
+                })
+            })
+            .collect();
+        let reads = Reads::default();
+        if draft.to.len() <= MAX_RECIPIENTS {
+            let known: Vec<AddressSpec> = parsed.iter().flatten().cloned().collect();
+            let (projects, members) = facts_needed(me, &known);
+            reads.prefetch(self.store(), &projects, &members)?;
+        }
+        let me = &self.spelled_in(&reads, me)?;
         let (subject, body) = check_content(draft.subject.as_deref(), &draft.body)?;
         if let Some(key) = &draft.idempotency_key {
             check_key(key)?;
@@ -78,21 +100,7 @@ impl Mailroom<'_> {
                 fix: Box::new(Fix::SplitRecipients),
             });
         }
-        let specs = draft
-            .to
-            .iter()
-            .map(|raw| {
-                AddressSpec::parse(raw).map_err(|source| Error::InvalidAddress {
-                    input: raw.clone(),
-                    source,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        // The checks read each project and roster entry once, and what they are sure to ask
-        // for in one store call.
-        let reads = Reads::default();
-        let (projects, members) = facts_needed(me, &specs);
-        reads.prefetch(self.store(), &projects, &members)?;
+        let specs = parsed.into_iter().collect::<Result<Vec<_>>>()?;
         let mut plans: Vec<Plan> = Vec::new();
         for spec in &specs {
             let plan = self.plan_recipient(&reads, me.project(), spec)?;

@@ -242,3 +242,51 @@ fn handover_leaves_a_note_for_the_next_session() {
     let inbox = home.as_("alice", ["inbox"]).stdout();
     assert_snapshot!("handover_inbox", home.redact(&inbox));
 }
+
+#[test]
+fn the_sender_is_spelled_as_first_written_whether_the_body_is_given_or_piped() {
+    let home = Home::new();
+    home.send("Api@Shop", "HUMAN", "first, as written");
+    home.send("API@SHOP", "HUMAN", "given with --message");
+    home.as_("api@shop", ["send", "--to", "HUMAN"])
+        .stdin("piped on stdin")
+        .ok();
+    let inbox = home.as_("HUMAN", ["--json", "inbox"]).json();
+    let from: Vec<&str> = inbox["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["from"].as_str().expect("from"))
+        .collect();
+    assert_eq!(from, ["Api@Shop"; 3]);
+}
+
+#[test]
+fn an_unreadable_sender_entry_is_the_first_error_whatever_else_is_wrong() {
+    let home = Home::new();
+    home.send("api@shop", "HUMAN", "api joins shop");
+    let entry = home.path().join("projects/shop/roster/api.md");
+    std::fs::remove_file(&entry).expect("remove the roster entry");
+    std::fs::create_dir(&entry).expect("a directory where the entry was");
+    let before = home.tree();
+    let expected = format!(
+        "error: storage error: cannot read {}: it is a directory, not a regular file; mailroom reads only regular files in its home\n",
+        entry.display()
+    );
+    // A bad recipient and an empty body are checked after the sender is read: with the body
+    // given and with it piped, the sender's entry is what the user hears about first.
+    for to in ["no good!", "HUMAN"] {
+        for body in [&["-m", ""][..], &["-m", "x"][..]] {
+            let mut args = vec!["send", "--to", to];
+            args.extend_from_slice(body);
+            let run = home.as_("api@shop", &args).fails(1);
+            assert_eq!(run.stderr, expected, "send --to {to:?} {body:?}");
+        }
+        let run = home
+            .as_("api@shop", ["send", "--to", to])
+            .stdin("")
+            .fails(1);
+        assert_eq!(run.stderr, expected, "send --to {to:?} with an empty stdin");
+    }
+    assert!(before.changes(&home.tree()).is_empty(), "nothing changed");
+}
