@@ -280,7 +280,7 @@ impl Dir {
     /// What identifies the present content of a directory entry: its inode number and its
     /// status-change time in nanoseconds (any entry added, removed or renamed in a directory
     /// sets it, and no user can set it back). `Ok(None)` when absent.
-    pub fn identity(&self, name: &str) -> Result<Option<(u64, i128)>, FsError> {
+    pub fn child_identity(&self, name: &str) -> Result<Option<(u64, i128)>, FsError> {
         Ok(self
             .stat(name)?
             .map(|st| (st.st_ino, nanoseconds(st.st_ctime, st.st_ctime_nsec))))

@@ -211,7 +211,7 @@ fn indexed(ix: &Indexed<'_>, query: &str) -> Result<Option<Searched>, FsError> {
     }
     let mut racy = Vec::new();
     for (i, (seen, (name, _))) in header.seen.iter().zip(ix.sources).enumerate() {
-        if seen.identity != ix.parent.identity(name)? {
+        if seen.identity != ix.parent.child_identity(name)? {
             return Ok(None);
         }
         if !seen.trusted && seen.identity.is_some() {
@@ -628,7 +628,7 @@ fn rebuild(ix: &Indexed<'_>) -> Result<Searched, FsError> {
     for (i, (name, state)) in ix.sources.iter().enumerate() {
         // The directory's identity is taken before it is listed: a change made while it is
         // read moves its time past the one recorded, so the next search rebuilds.
-        let identity = ix.parent.identity(name)?;
+        let identity = ix.parent.child_identity(name)?;
         let now = jiff::Timestamp::now().as_nanosecond();
         let trusted = identity.is_none_or(|(_, changed)| changed + RACY_NS < now);
         let first = u32::try_from(files.len()).unwrap_or(u32::MAX);
