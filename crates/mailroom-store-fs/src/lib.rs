@@ -13,6 +13,7 @@
 pub(crate) mod cache;
 mod channels;
 mod codec;
+pub(crate) mod compact;
 mod delivery;
 mod dir;
 mod directory;

@@ -12,6 +12,7 @@ use mailroom_core::{Address, Listing, Message, MessageId, Result, Scope, State, 
 
 use crate::cache;
 use crate::codec::message_to_text;
+use crate::compact;
 use crate::dir::{Dir, Durability};
 use crate::error::FsError;
 use crate::listing::{keep_latest, read_dir, read_one};
@@ -87,6 +88,14 @@ fn pending_cached(fs: &FsStore, mailbox: &Address) -> Result<Listing, FsError> {
     if let (Some((_, _, u)), Some((_, _, r))) = (&mut unread, &read) {
         let moved_on: HashSet<&str> = r.iter().map(|(n, _)| n.as_str()).collect();
         u.retain(|(n, _)| !moved_on.contains(n.as_str()));
+    }
+    // An empty pending directory that once held many files is replaced (see `compact`): this
+    // listing read all of its blocks, and every later one would. Best effort: a directory
+    // that cannot be replaced now only costs speed.
+    for (state, dir, names) in [&unread, &read].into_iter().flatten() {
+        if names.is_empty() && dir.size().is_ok_and(|b| b > compact::WORTH) {
+            let _ = compact::replace(&bx, *state);
+        }
     }
     // (file name, inode, index in `out.messages`) of every cacheable copy listed.
     let mut keys: Vec<(String, u64, usize)> = Vec::new();
@@ -191,7 +200,7 @@ pub(crate) fn transition(
     let Some(bx) = fs.open_box(mailbox)? else {
         return Ok(result);
     };
-    let target = match bx.open(state_dir_name(to))? {
+    let mut target = match bx.open(state_dir_name(to))? {
         Some(t) => t,
         // Create the target only when there is something to move: a refused move must
         // leave the home as it was.
@@ -222,6 +231,13 @@ pub(crate) fn transition(
         };
         let name = file_name(*id);
         result[i] = src.rename(&name, &target, &name)?;
+        if !result[i] && src.exists(&name)? {
+            // Not moved, yet still here: the target was replaced by compaction since it was
+            // opened (a removed directory takes no entry). Once more, into the new one.
+            target = bx.open_or_create(state_dir_name(to))?;
+            bx.sync()?;
+            result[i] = src.rename(&name, &target, &name)?;
+        }
         if result[i] && to == State::Done {
             // `recover` orders by this: when the copy was archived.
             target.stamp(&name)?;
