@@ -107,7 +107,26 @@ fn write_framed<W: Write + ?Sized>(
     budget: Option<&Budget<'_>>,
     older: usize,
 ) -> std::fmt::Result {
-    let count = messages.len() + frame.more;
+    write_frame_start(out, frame, messages.len())?;
+    for stored in messages {
+        out.write_char('\n')?;
+        match budget.and_then(|b| b.limit_of(stored.message.id)) {
+            Some(limit) => message_block_within(out, stored, frame.words, frame.hints, limit)?,
+            None => message_block(out, stored, frame.words, frame.hints)?,
+        }
+    }
+    write_end(out, frame, damaged, budget.is_some(), older)
+}
+
+/// The start of [`write_injection`] for `shown` messages: the header and the notices. Each
+/// message follows as a blank line and its [`message_block`], then [`write_frame_end`]: so a
+/// long listing is written one message at a time, never held whole.
+pub fn write_frame_start<W: Write + ?Sized>(
+    out: &mut W,
+    frame: &Frame<'_>,
+    shown: usize,
+) -> std::fmt::Result {
+    let count = shown + frame.more;
     writeln!(
         out,
         "=== mailroom: {count} {}{}{} for {} ===",
@@ -120,16 +139,29 @@ fn write_framed<W: Write + ?Sized>(
     if frame.hints {
         writeln!(out, "{DUTY}")?;
     }
-    for stored in messages {
-        out.write_char('\n')?;
-        match budget.and_then(|b| b.limit_of(stored.message.id)) {
-            Some(limit) => message_block_within(out, stored, frame.words, frame.hints, limit)?,
-            None => message_block(out, stored, frame.words, frame.hints)?,
-        }
-    }
-    let (shown, field_chars) = match budget {
-        Some(_) => (MAX_DAMAGED_SHOWN, DAMAGED_FIELD_CHARS),
-        None => (usize::MAX, MAX_FIELD_CHARS),
+    Ok(())
+}
+
+/// The end of [`write_injection`] (see [`write_frame_start`]): the unreadable files, the
+/// count left out, the end line.
+pub fn write_frame_end<W: Write + ?Sized>(
+    out: &mut W,
+    frame: &Frame<'_>,
+    damaged: &[Damaged],
+) -> std::fmt::Result {
+    write_end(out, frame, damaged, false, 0)
+}
+
+fn write_end<W: Write + ?Sized>(
+    out: &mut W,
+    frame: &Frame<'_>,
+    damaged: &[Damaged],
+    budgeted: bool,
+    older: usize,
+) -> std::fmt::Result {
+    let (shown, field_chars) = match budgeted {
+        true => (MAX_DAMAGED_SHOWN, DAMAGED_FIELD_CHARS),
+        false => (usize::MAX, MAX_FIELD_CHARS),
     };
     for d in damaged.iter().take(shown) {
         out.write_str("\n!! unreadable message ")?;

@@ -358,6 +358,10 @@ impl Mailboxes for FsStore {
         mailbox::pending(self, mailbox)
     }
 
+    fn pending_set(&self, mailbox: &Address) -> Result<Box<dyn mailroom_core::PendingSet>> {
+        Ok(Box::new(mailbox::pending_set(self, mailbox)?))
+    }
+
     fn find(&self, mailbox: &Address, prefix: &str) -> Result<Vec<Stored>> {
         mailbox::find(self, mailbox, prefix)
     }
