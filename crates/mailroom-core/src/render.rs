@@ -34,6 +34,15 @@ pub trait Vocabulary: std::fmt::Debug {
     fn reply(&self, id: &str) -> String;
     /// Archiving message `id` without an answer.
     fn done(&self, id: &str) -> String;
+    /// [`Vocabulary::reply`], written to `out`: a front end that can write it in pieces saves
+    /// building a string for each message of a long listing.
+    fn write_reply(&self, out: &mut dyn Write, id: &str) -> std::fmt::Result {
+        out.write_str(&self.reply(id))
+    }
+    /// [`Vocabulary::done`], written to `out`.
+    fn write_done(&self, out: &mut dyn Write, id: &str) -> std::fmt::Result {
+        out.write_str(&self.done(id))
+    }
     /// Reading message `id` whole.
     fn read(&self, id: &str) -> String;
     /// Listing the pending mail.
@@ -489,14 +498,24 @@ fn write_hints<W: Write + ?Sized>(
     } else if hints && stored.state.is_pending() && m.kind == crate::message::Kind::Handover {
         writeln!(out, "-> done: {}", words.done(&m.id.to_string()))?;
     } else if hints && stored.state.is_pending() {
-        writeln!(
-            out,
-            "-> reply: {} | done: {}",
-            words.reply(&m.id.to_string()),
-            words.done(&m.id.to_string())
-        )?;
+        let id = m.id.to_string();
+        let mut out = Dyn(out);
+        out.write_str("-> reply: ")?;
+        words.write_reply(&mut out, &id)?;
+        out.write_str(" | done: ")?;
+        words.write_done(&mut out, &id)?;
+        out.write_char('\n')?;
     }
     Ok(())
+}
+
+/// A writer of any size as a `dyn Write`.
+struct Dyn<'a, W: ?Sized>(&'a mut W);
+
+impl<W: Write + ?Sized> Write for Dyn<'_, W> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.write_str(s)
+    }
 }
 
 /// Writes `body` with every line behind `> ` (an empty line as a bare `>`), each line as

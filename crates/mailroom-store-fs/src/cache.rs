@@ -79,13 +79,13 @@ impl Cache {
 
     /// The record cached for this file, if it is the file that was cached (same name, same
     /// inode).
-    pub fn find(&mut self, name: &str, ino: u64) -> Option<Record> {
+    pub fn find(&mut self, name: &str, ino: u64) -> Option<u32> {
         let is = |r: &Record| r.ino == ino && record_name(&self.bytes, r) == Some(name);
         if let Some(r) = self.records.get(self.next)
             && is(r)
         {
             self.next += 1;
-            return Some(*r);
+            return u32::try_from(self.next - 1).ok();
         }
         let records = &self.records;
         let at = *self
@@ -98,8 +98,12 @@ impl Cache {
                     .collect()
             })
             .get(&ino)?;
-        let r = self.records[at];
-        is(&r).then_some(r)
+        is(&self.records[at]).then_some(u32::try_from(at).ok())?
+    }
+
+    /// Record `i`, as [`Cache::find`] named it.
+    pub fn record(&self, i: u32) -> Option<Record> {
+        self.records.get(i as usize).copied()
     }
 
     pub fn len(&self) -> usize {
@@ -408,7 +412,7 @@ mod tests {
             "another name is another file"
         );
         let r = cache.find("x.md", 42).unwrap();
-        let got = decode(&cache.bytes, &r).unwrap();
+        let got = decode(&cache.bytes, &cache.record(r).unwrap()).unwrap();
         assert_eq!(
             (got.message, got.warnings),
             (stored.message, stored.warnings)

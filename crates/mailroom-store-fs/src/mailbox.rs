@@ -159,7 +159,7 @@ pub(crate) fn pending_set(fs: &FsStore, mailbox: &Address) -> Result<FsPending, 
     }
     let listed = unread.iter().chain(&read).map(|(_, _, n)| n.len()).sum();
     // First pass: every listed file found in the cache? Then the cache is used as it is.
-    let mut found: Vec<Option<cache::Record>> = Vec::with_capacity(listed);
+    let mut found: Vec<Option<u32>> = Vec::with_capacity(listed);
     for (_, _, names) in [&unread, &read].into_iter().flatten() {
         for (name, ino) in names {
             found.push(old.find(name, *ino));
@@ -172,7 +172,7 @@ pub(crate) fn pending_set(fs: &FsStore, mailbox: &Address) -> Result<FsPending, 
     let mut found = found.into_iter();
     for (state, dir, names) in [unread, read].into_iter().flatten() {
         for (name, _) in names {
-            let hit = found.next().flatten();
+            let hit = found.next().flatten().and_then(|i| old.record(i));
             if let Some(r) = hit {
                 let r = match &mut writer {
                     Some(w) => w.copy(&old.bytes, &r),
