@@ -201,7 +201,8 @@ pub struct PendingEntry {
 /// A mailbox's pending copies, each decoded only when asked for, so a long listing can be shown
 /// one message at a time instead of holding every message decoded at once.
 pub trait PendingSet {
-    /// The copies, as [`Mailboxes::pending`] lists them (each id once, oldest first).
+    /// The copies [`Mailboxes::pending`] lists (each id once), in no particular order: a
+    /// reader orders them by their entries, without decoding any.
     fn entries(&self) -> &[PendingEntry];
 
     /// The copy at `i` of [`PendingSet::entries`], decoded: what [`Mailboxes::pending`] would

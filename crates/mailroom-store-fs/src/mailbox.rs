@@ -55,9 +55,10 @@ fn read_states(
 
 pub(crate) fn pending(fs: &FsStore, mailbox: &Address) -> Result<Listing> {
     let set = pending_set(fs, mailbox)?;
-    let messages = (0..set.entries.len())
+    let mut messages = (0..set.entries.len())
         .map(|i| set.stored(i))
         .collect::<Result<Vec<_>>>()?;
+    mailroom_core::message::sort_by_cheap_key(&mut messages, |s| s.message.id);
     Ok(Listing {
         messages,
         damaged: set.damaged,
@@ -68,8 +69,8 @@ pub(crate) fn pending(fs: &FsStore, mailbox: &Address) -> Result<Listing> {
 /// inode numbers.
 type Listed = (State, Dir, Vec<(String, u64)>);
 
-/// The pending copies of a mailbox, oldest first, each decoded from the mailbox's cache only
-/// when asked for (a copy that cannot be cached is held decoded).
+/// The pending copies of a mailbox, in listing order, each decoded from the mailbox's cache
+/// only when asked for (a copy that cannot be cached is held decoded).
 pub(crate) struct FsPending {
     cache: Vec<u8>,
     entries: Vec<PendingEntry>,
@@ -233,14 +234,6 @@ pub(crate) fn pending_set(fs: &FsStore, mailbox: &Address) -> Result<FsPending, 
         }
         None => std::mem::take(&mut old.bytes),
     };
-    // Oldest first, as `pending` lists; equal ids keep their listing order.
-    if !set.entries.windows(2).all(|w| w[0].id <= w[1].id) {
-        let mut order: Vec<usize> = (0..set.entries.len()).collect();
-        order.sort_by_key(|&i| set.entries[i].id);
-        let mut sources: Vec<Option<Source>> = set.sources.drain(..).map(Some).collect();
-        set.entries = order.iter().map(|&i| set.entries[i]).collect();
-        set.sources = order.iter().filter_map(|&i| sources[i].take()).collect();
-    }
     Ok(set)
 }
 
