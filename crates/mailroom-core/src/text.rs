@@ -182,7 +182,10 @@ pub fn field(s: &str) -> String {
 pub fn write_body_line<W: Write + ?Sized>(out: &mut W, line: &str) -> std::fmt::Result {
     let line = line.strip_suffix('\r').unwrap_or(line);
     // Printable ASCII and tabs are never escaped: most lines are only that.
-    if line.bytes().all(|b| (b' '..=b'~').contains(&b) || b == b'\t') {
+    if line
+        .bytes()
+        .all(|b| (b' '..=b'~').contains(&b) || b == b'\t')
+    {
         return out.write_str(line);
     }
     let mut rest = line;
