@@ -22,5 +22,5 @@ pub use name::Name;
 pub use ops::Mailroom;
 pub use store::{
     Channels, Delivery, Directory, Finding, KeyClaim, Mailboxes, Member, MemberStatus, OriginClaim,
-    Policy, Project, Sessions, Store,
+    PendingEntry, PendingSet, Policy, Project, Sessions, Store,
 };

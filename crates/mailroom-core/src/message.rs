@@ -52,6 +52,16 @@ impl MessageId {
         ulid::Ulid::from_string(s).ok().map(MessageId)
     }
 
+    /// The id's 128 bits, for a store's compact records; [`MessageId::from_bits`] reads them.
+    pub fn to_bits(self) -> u128 {
+        self.0.0
+    }
+
+    /// The id of 128 bits (every value is one).
+    pub fn from_bits(bits: u128) -> MessageId {
+        MessageId(ulid::Ulid(bits))
+    }
+
     /// The instant encoded in the id.
     pub fn timestamp(&self) -> Timestamp {
         Timestamp::from_millisecond(self.0.timestamp_ms() as i64).unwrap_or(Timestamp::UNIX_EPOCH)

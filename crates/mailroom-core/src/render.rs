@@ -34,6 +34,15 @@ pub trait Vocabulary: std::fmt::Debug {
     fn reply(&self, id: &str) -> String;
     /// Archiving message `id` without an answer.
     fn done(&self, id: &str) -> String;
+    /// [`Vocabulary::reply`], written to `out`: a front end that can write it in pieces saves
+    /// building a string for each message of a long listing.
+    fn write_reply(&self, out: &mut dyn Write, id: &str) -> std::fmt::Result {
+        out.write_str(&self.reply(id))
+    }
+    /// [`Vocabulary::done`], written to `out`.
+    fn write_done(&self, out: &mut dyn Write, id: &str) -> std::fmt::Result {
+        out.write_str(&self.done(id))
+    }
     /// Reading message `id` whole.
     fn read(&self, id: &str) -> String;
     /// Listing the pending mail.
@@ -107,7 +116,26 @@ fn write_framed<W: Write + ?Sized>(
     budget: Option<&Budget<'_>>,
     older: usize,
 ) -> std::fmt::Result {
-    let count = messages.len() + frame.more;
+    write_frame_start(out, frame, messages.len())?;
+    for stored in messages {
+        out.write_char('\n')?;
+        match budget.and_then(|b| b.limit_of(stored.message.id)) {
+            Some(limit) => message_block_within(out, stored, frame.words, frame.hints, limit)?,
+            None => message_block(out, stored, frame.words, frame.hints)?,
+        }
+    }
+    write_end(out, frame, damaged, budget.is_some(), older)
+}
+
+/// The start of [`write_injection`] for `shown` messages: the header and the notices. Each
+/// message follows as a blank line and its [`message_block`], then [`write_frame_end`]: so a
+/// long listing is written one message at a time, never held whole.
+pub fn write_frame_start<W: Write + ?Sized>(
+    out: &mut W,
+    frame: &Frame<'_>,
+    shown: usize,
+) -> std::fmt::Result {
+    let count = shown + frame.more;
     writeln!(
         out,
         "=== mailroom: {count} {}{}{} for {} ===",
@@ -120,16 +148,29 @@ fn write_framed<W: Write + ?Sized>(
     if frame.hints {
         writeln!(out, "{DUTY}")?;
     }
-    for stored in messages {
-        out.write_char('\n')?;
-        match budget.and_then(|b| b.limit_of(stored.message.id)) {
-            Some(limit) => message_block_within(out, stored, frame.words, frame.hints, limit)?,
-            None => message_block(out, stored, frame.words, frame.hints)?,
-        }
-    }
-    let (shown, field_chars) = match budget {
-        Some(_) => (MAX_DAMAGED_SHOWN, DAMAGED_FIELD_CHARS),
-        None => (usize::MAX, MAX_FIELD_CHARS),
+    Ok(())
+}
+
+/// The end of [`write_injection`] (see [`write_frame_start`]): the unreadable files, the
+/// count left out, the end line.
+pub fn write_frame_end<W: Write + ?Sized>(
+    out: &mut W,
+    frame: &Frame<'_>,
+    damaged: &[Damaged],
+) -> std::fmt::Result {
+    write_end(out, frame, damaged, false, 0)
+}
+
+fn write_end<W: Write + ?Sized>(
+    out: &mut W,
+    frame: &Frame<'_>,
+    damaged: &[Damaged],
+    budgeted: bool,
+    older: usize,
+) -> std::fmt::Result {
+    let (shown, field_chars) = match budgeted {
+        true => (MAX_DAMAGED_SHOWN, DAMAGED_FIELD_CHARS),
+        false => (usize::MAX, MAX_FIELD_CHARS),
     };
     for d in damaged.iter().take(shown) {
         out.write_str("\n!! unreadable message ")?;
@@ -457,14 +498,24 @@ fn write_hints<W: Write + ?Sized>(
     } else if hints && stored.state.is_pending() && m.kind == crate::message::Kind::Handover {
         writeln!(out, "-> done: {}", words.done(&m.id.to_string()))?;
     } else if hints && stored.state.is_pending() {
-        writeln!(
-            out,
-            "-> reply: {} | done: {}",
-            words.reply(&m.id.to_string()),
-            words.done(&m.id.to_string())
-        )?;
+        let id = m.id.to_string();
+        let mut out = Dyn(out);
+        out.write_str("-> reply: ")?;
+        words.write_reply(&mut out, &id)?;
+        out.write_str(" | done: ")?;
+        words.write_done(&mut out, &id)?;
+        out.write_char('\n')?;
     }
     Ok(())
+}
+
+/// A writer of any size as a `dyn Write`.
+struct Dyn<'a, W: ?Sized>(&'a mut W);
+
+impl<W: Write + ?Sized> Write for Dyn<'_, W> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0.write_str(s)
+    }
 }
 
 /// Writes `body` with every line behind `> ` (an empty line as a bare `>`), each line as

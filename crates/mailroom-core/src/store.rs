@@ -12,7 +12,9 @@ use jiff::Timestamp;
 
 use crate::address::Address;
 use crate::error::Result;
-use crate::message::{ChannelRef, Listing, Message, MessageId, State, Stored};
+use crate::message::{
+    ChannelRef, Damaged, Kind, Listing, Message, MessageId, Priority, State, Stored,
+};
 use crate::name::Name;
 
 /// What happens when mail is sent to a handle a project does not know.
@@ -211,6 +213,70 @@ pub trait Directory {
     }
 }
 
+/// One pending copy as listed, before its content is decoded: what the inbox orders by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PendingEntry {
+    pub id: MessageId,
+    pub kind: Kind,
+    pub priority: Priority,
+    pub state: State,
+}
+
+/// A mailbox's pending copies, each decoded only when asked for, so a long listing can be shown
+/// one message at a time instead of holding every message decoded at once.
+pub trait PendingSet {
+    /// The copies [`Mailboxes::pending`] lists (each id once), in no particular order: a
+    /// reader orders them by their entries, without decoding any.
+    fn entries(&self) -> &[PendingEntry];
+
+    /// The copy at `i` of [`PendingSet::entries`], decoded: what [`Mailboxes::pending`] would
+    /// have listed for it.
+    fn stored(&self, i: usize) -> Result<Stored>;
+
+    /// What could not be read.
+    fn damaged(&self) -> &[Damaged];
+}
+
+/// A [`PendingSet`] over a listing already decoded: the default for stores without a cheaper
+/// way.
+#[derive(Debug)]
+pub struct DecodedSet {
+    entries: Vec<PendingEntry>,
+    listing: Listing,
+}
+
+impl DecodedSet {
+    pub fn new(listing: Listing) -> DecodedSet {
+        let entries = listing
+            .messages
+            .iter()
+            .map(|s| PendingEntry {
+                id: s.message.id,
+                kind: s.message.kind,
+                priority: s.message.priority,
+                state: s.state,
+            })
+            .collect();
+        DecodedSet { entries, listing }
+    }
+}
+
+impl PendingSet for DecodedSet {
+    fn entries(&self) -> &[PendingEntry] {
+        &self.entries
+    }
+
+    fn stored(&self, i: usize) -> Result<Stored> {
+        self.listing.messages.get(i).cloned().ok_or_else(|| {
+            crate::error::Error::store("a pending listing", format!("no copy at {i}"))
+        })
+    }
+
+    fn damaged(&self) -> &[Damaged] {
+        &self.listing.damaged
+    }
+}
+
 /// Mailboxes: directed mail, its copies and their states, and the senders' traces.
 pub trait Mailboxes {
     /// Puts a copy of `message` in `recipient`'s mailbox as unread, durably: when this returns
@@ -256,6 +322,13 @@ pub trait Mailboxes {
     /// The mailbox's pending copies (unread and read), oldest first, without changing them.
     /// Costs O(pending), never O(archive).
     fn pending(&self, mailbox: &Address) -> Result<Listing>;
+
+    /// The same copies as [`Mailboxes::pending`], each decoded only when asked for. The default
+    /// decodes them all at once; a store that can decode one at a time (the file store, from
+    /// its cache) saves holding them all.
+    fn pending_set(&self, mailbox: &Address) -> Result<Box<dyn PendingSet>> {
+        Ok(Box::new(DecodedSet::new(self.pending(mailbox)?)))
+    }
 
     /// Copies in `mailbox` whose id starts with `prefix` (case-insensitive), in any state.
     /// Pending states are searched first; archived ones only when no pending copy matches.

@@ -181,6 +181,13 @@ pub fn field(s: &str) -> String {
 /// ending the line is a line ending and is dropped.
 pub fn write_body_line<W: Write + ?Sized>(out: &mut W, line: &str) -> std::fmt::Result {
     let line = line.strip_suffix('\r').unwrap_or(line);
+    // Printable ASCII and tabs are never escaped: most lines are only that.
+    if line
+        .bytes()
+        .all(|b| (b' '..=b'~').contains(&b) || b == b'\t')
+    {
+        return out.write_str(line);
+    }
     let mut rest = line;
     while let Some(at) = rest.find(|c: char| is_escaped_in_body(c)) {
         out.write_str(&rest[..at])?;

@@ -29,7 +29,7 @@ pub const LIMIT: Limit = Limit {
 
 /// The first bytes of a cache file; bumped whenever the record layout changes, so an old
 /// cache is ignored.
-const MAGIC: &[u8; 8] = b"MRCACHE2";
+const MAGIC: &[u8; 8] = b"MRCACHE3";
 
 /// A cached, decoded message file.
 #[derive(Clone, Debug)]
@@ -38,68 +38,183 @@ pub struct Cached {
     pub warnings: Vec<String>,
 }
 
-/// The cache as read: inode → (file name, content).
+/// Where a record starts in the cache's bytes, and what a listing orders by: read without
+/// decoding the rest of the record.
+#[derive(Clone, Copy, Debug)]
+pub struct Record {
+    pub at: usize,
+    pub end: usize,
+    pub ino: u64,
+    pub id: MessageId,
+    pub kind: Kind,
+    pub priority: Priority,
+}
+
+/// The cache as read: its bytes and an index of its records, each decoded only on request.
 #[derive(Debug, Default)]
 pub struct Cache {
-    entries: HashMap<u64, (String, Cached)>,
+    pub bytes: Vec<u8>,
+    records: Vec<Record>,
+    /// The next record a listing is expected to ask for: the cache is written in listing
+    /// order, and an unchanged directory lists in the same order, so a lookup usually costs
+    /// one comparison.
+    next: usize,
+    /// Inode → record, built on the first lookup the order does not answer.
+    by_ino: Option<HashMap<u64, usize>>,
 }
 
 impl Cache {
-    /// Parses a cache file; anything unexpected gives an empty cache.
-    pub fn parse(bytes: &[u8]) -> Cache {
-        let mut r = Reader { buf: bytes, pos: 0 };
-        if r.take(MAGIC.len()) != Some(&MAGIC[..]) {
-            return Cache::default();
+    /// Indexes a cache file; anything unexpected gives an empty cache.
+    pub fn parse(bytes: Vec<u8>) -> Cache {
+        match index(&bytes) {
+            Some(records) => Cache {
+                bytes,
+                records,
+                next: 0,
+                by_ino: None,
+            },
+            None => Cache::default(),
         }
-        let Some(count) = r.u32() else {
-            return Cache::default();
-        };
-        // Each record takes well over 64 bytes: a count beyond that is damage, not a size.
-        let mut entries = HashMap::with_capacity((count as usize).min(bytes.len() / 64));
-        for _ in 0..count {
-            match r.record() {
-                Some((name, ino, cached)) => {
-                    entries.insert(ino, (name.to_owned(), cached));
-                }
-                None => return Cache::default(),
-            }
-        }
-        Cache { entries }
     }
 
-    /// Takes the content cached for this file, if it is the file that was cached.
-    pub fn take(&mut self, name: &str, ino: u64) -> Option<Cached> {
-        match self.entries.get(&ino) {
-            Some((cached_name, _)) if cached_name == name => {
-                self.entries.remove(&ino).map(|(_, c)| c)
-            }
-            _ => None,
+    /// The record cached for this file, if it is the file that was cached (same name, same
+    /// inode).
+    pub fn find(&mut self, name: &str, ino: u64) -> Option<u32> {
+        let is = |r: &Record| r.ino == ino && record_name(&self.bytes, r) == Some(name);
+        if let Some(r) = self.records.get(self.next)
+            && is(r)
+        {
+            self.next += 1;
+            return u32::try_from(self.next - 1).ok();
         }
+        let records = &self.records;
+        let at = *self
+            .by_ino
+            .get_or_insert_with(|| {
+                records
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.ino, i))
+                    .collect()
+            })
+            .get(&ino)?;
+        is(&self.records[at]).then_some(u32::try_from(at).ok())?
+    }
+
+    /// Record `i`, as [`Cache::find`] named it.
+    pub fn record(&self, i: u32) -> Option<Record> {
+        self.records.get(i as usize).copied()
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.records.len()
     }
+}
+
+/// The file name of record `r`.
+fn record_name<'a>(bytes: &'a [u8], r: &Record) -> Option<&'a str> {
+    Reader {
+        buf: bytes.get(..r.end)?,
+        pos: r.at,
+    }
+    .str()
+}
+
+/// The records of a cache file, each checked to lie within it.
+fn index(bytes: &[u8]) -> Option<Vec<Record>> {
+    let mut r = Reader { buf: bytes, pos: 0 };
+    if r.take(MAGIC.len())? != &MAGIC[..] {
+        return None;
+    }
+    let count = r.u32()?;
+    // Each record takes well over 64 bytes: a count beyond that is damage, not a size.
+    let mut records = Vec::with_capacity((count as usize).min(bytes.len() / 64));
+    for _ in 0..count {
+        let len = r.u32()? as usize;
+        let at = r.pos;
+        let end = at.checked_add(len)?;
+        let mut rec = Reader {
+            buf: bytes.get(..end)?,
+            pos: at,
+        };
+        rec.str()?;
+        let ino = rec.u64()?;
+        let id = MessageId::from_bits(rec.u128()?);
+        let kind = rec.str()?.parse::<Kind>().ok()?;
+        let priority = rec.str()?.parse::<Priority>().ok()?;
+        records.push(Record {
+            at,
+            end,
+            ino,
+            id,
+            kind,
+            priority,
+        });
+        r.pos = end;
+    }
+    (r.pos == bytes.len()).then_some(records)
+}
+
+/// Decodes record `r` of `bytes`; `None` when it is damaged.
+pub fn decode(bytes: &[u8], r: &Record) -> Option<Cached> {
+    let mut rd = Reader {
+        buf: bytes.get(..r.end)?,
+        pos: r.at,
+    };
+    rd.str()?;
+    rd.u64()?;
+    rd.u128()?;
+    rd.str()?;
+    rd.str()?;
+    let message = Message {
+        id: r.id,
+        from: Address::parse_canonical(rd.str()?).ok()?,
+        to: (0..rd.u32()?)
+            .map(|_| rd.str().and_then(|t| Address::parse_canonical(t).ok()))
+            .collect::<Option<Vec<_>>>()?,
+        subject: rd.str()?.to_owned(),
+        body: rd.str()?.to_owned(),
+        kind: r.kind,
+        priority: r.priority,
+        date: rd.time()?,
+        reply_to: match rd.take(1)? {
+            [0] => None,
+            _ => Some(MessageId::from_bits(rd.u128()?)),
+        },
+        thread: MessageId::from_bits(rd.u128()?),
+        revision: rd.u32()?,
+        edited: match rd.take(1)? {
+            [0] => None,
+            _ => Some(rd.time()?),
+        },
+        channel: match rd.opt_str()? {
+            Some(c) => Some(ChannelRef::parse_canonical(c)?),
+            None => None,
+        },
+    };
+    let warnings = (0..rd.u32()?)
+        .map(|_| rd.str().map(str::to_owned))
+        .collect::<Option<Vec<_>>>()?;
+    (rd.pos == r.end).then_some(Cached { message, warnings })
 }
 
 /// The cache of mailbox `bx`. One that cannot be read (missing, damaged, too large, not a
 /// regular file) is an empty one: it only costs speed, and the next `save` replaces it.
 pub fn load(bx: &Dir) -> Cache {
     match bx.read(CACHE_FILE, LIMIT) {
-        Ok(Some(bytes)) => Cache::parse(&bytes),
+        Ok(Some(bytes)) => Cache::parse(bytes),
         _ => Cache::default(),
     }
 }
 
-/// Replaces the cache of mailbox `bx` with `entries`, best effort: a cache that cannot be
-/// written only costs speed. One too large to be read back is not written, and the stale one
-/// goes.
-pub fn save(bx: &Dir, entries: &[(&str, u64, &Stored)]) {
-    let bytes = encode(entries);
+/// Replaces the cache of mailbox `bx` with `bytes` (see [`Writer`]), best effort: a cache that
+/// cannot be written only costs speed. One too large to be read back is not written, and the
+/// stale one goes.
+pub fn save(bx: &Dir, bytes: &[u8]) {
     if bytes.len() > LIMIT.bytes {
         let _ = bx.remove(CACHE_FILE);
     } else if let Ok(tmp) = bx.open_or_create(TMP)
-        && let Ok(t) = tmp.write_temp(&bytes, Durability::Lazy)
+        && let Ok(t) = tmp.write_temp(bytes, Durability::Lazy)
         && tmp.rename(&t, bx, CACHE_FILE).is_err()
     {
         let _ = tmp.remove(&t);
@@ -130,6 +245,10 @@ impl<'a> Reader<'a> {
         Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
     }
 
+    fn u128(&mut self) -> Option<u128> {
+        Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
+    }
+
     fn str(&mut self) -> Option<&'a str> {
         let n = self.u32()? as usize;
         std::str::from_utf8(self.take(n)?).ok()
@@ -144,43 +263,6 @@ impl<'a> Reader<'a> {
 
     fn time(&mut self) -> Option<Timestamp> {
         Timestamp::from_millisecond(self.u64()? as i64).ok()
-    }
-
-    fn record(&mut self) -> Option<(&'a str, u64, Cached)> {
-        let name = self.str()?;
-        let ino = self.u64()?;
-        // The fields in the order `encode` writes them, which is the order of `Message`'s
-        // fields: a struct expression evaluates its fields in the order they are written.
-        let message = Message {
-            id: MessageId::parse(self.str()?)?,
-            from: Address::parse_canonical(self.str()?).ok()?,
-            to: (0..self.u32()?)
-                .map(|_| self.str().and_then(|t| Address::parse_canonical(t).ok()))
-                .collect::<Option<Vec<_>>>()?,
-            subject: self.str()?.to_owned(),
-            body: self.str()?.to_owned(),
-            kind: self.str()?.parse::<Kind>().ok()?,
-            priority: self.str()?.parse::<Priority>().ok()?,
-            date: self.time()?,
-            reply_to: match self.opt_str()? {
-                Some(r) => Some(MessageId::parse(r)?),
-                None => None,
-            },
-            thread: MessageId::parse(self.str()?)?,
-            revision: self.u32()?,
-            edited: match self.take(1)? {
-                [0] => None,
-                _ => Some(self.time()?),
-            },
-            channel: match self.opt_str()? {
-                Some(c) => Some(ChannelRef::parse_canonical(c)?),
-                None => None,
-            },
-        };
-        let warnings = (0..self.u32()?)
-            .map(|_| self.str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()?;
-        Some((name, ino, Cached { message, warnings }))
     }
 }
 
@@ -199,28 +281,63 @@ fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
     }
 }
 
-/// Serialises the entries `(file name, inode, content)` as a cache file.
-pub fn encode(entries: &[(&str, u64, &Stored)]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + entries.len() * 512);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-    for (name, ino, stored) in entries {
+/// A cache file being written: records appended one at a time, the count filled in at the end.
+pub struct Writer {
+    out: Vec<u8>,
+    count: u32,
+}
+
+impl Writer {
+    pub fn new() -> Writer {
+        let mut out = Vec::with_capacity(4096);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&0u32.to_le_bytes());
+        Writer { out, count: 0 }
+    }
+
+    /// Appends a record copied from another cache's bytes; returns it as it is here.
+    pub fn copy(&mut self, bytes: &[u8], r: &Record) -> Option<Record> {
+        let body = bytes.get(r.at..r.end)?;
+        self.out
+            .extend_from_slice(&u32::try_from(body.len()).ok()?.to_le_bytes());
+        let at = self.out.len();
+        self.out.extend_from_slice(body);
+        self.count += 1;
+        Some(Record {
+            at,
+            end: self.out.len(),
+            ..*r
+        })
+    }
+
+    /// Appends the record of file `name` (inode `ino`) holding `stored`.
+    pub fn push(&mut self, name: &str, ino: u64, stored: &Stored) -> Record {
         let m = &stored.message;
-        put_str(&mut out, name);
+        let len_at = self.out.len();
+        self.out.extend_from_slice(&0u32.to_le_bytes());
+        let at = self.out.len();
+        let out = &mut self.out;
+        put_str(out, name);
         out.extend_from_slice(&ino.to_le_bytes());
-        put_str(&mut out, &m.id.to_string());
-        put_str(&mut out, &m.from.to_string());
+        out.extend_from_slice(&m.id.to_bits().to_le_bytes());
+        put_str(out, m.kind.as_str());
+        put_str(out, m.priority.as_str());
+        put_str(out, &m.from.to_string());
         out.extend_from_slice(&(m.to.len() as u32).to_le_bytes());
         for t in &m.to {
-            put_str(&mut out, &t.to_string());
+            put_str(out, &t.to_string());
         }
-        put_str(&mut out, &m.subject);
-        put_str(&mut out, &m.body);
-        put_str(&mut out, m.kind.as_str());
-        put_str(&mut out, m.priority.as_str());
+        put_str(out, &m.subject);
+        put_str(out, &m.body);
         out.extend_from_slice(&(m.date.as_millisecond() as u64).to_le_bytes());
-        put_opt_str(&mut out, m.reply_to.map(|r| r.to_string()).as_deref());
-        put_str(&mut out, &m.thread.to_string());
+        match m.reply_to {
+            None => out.push(0),
+            Some(r) => {
+                out.push(1);
+                out.extend_from_slice(&r.to_bits().to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&m.thread.to_bits().to_le_bytes());
         out.extend_from_slice(&m.revision.to_le_bytes());
         match m.edited {
             None => out.push(0),
@@ -229,16 +346,30 @@ pub fn encode(entries: &[(&str, u64, &Stored)]) -> Vec<u8> {
                 out.extend_from_slice(&(e.as_millisecond() as u64).to_le_bytes());
             }
         }
-        put_opt_str(
-            &mut out,
-            m.channel.as_ref().map(ToString::to_string).as_deref(),
-        );
+        put_opt_str(out, m.channel.as_ref().map(ToString::to_string).as_deref());
         out.extend_from_slice(&(stored.warnings.len() as u32).to_le_bytes());
         for w in &stored.warnings {
-            put_str(&mut out, w);
+            put_str(out, w);
+        }
+        let end = self.out.len();
+        let len = (end - at) as u32;
+        self.out[len_at..at].copy_from_slice(&len.to_le_bytes());
+        self.count += 1;
+        Record {
+            at,
+            end,
+            ino,
+            id: m.id,
+            kind: m.kind,
+            priority: m.priority,
         }
     }
-    out
+
+    /// The finished cache file.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.out[MAGIC.len()..MAGIC.len() + 4].copy_from_slice(&self.count.to_le_bytes());
+        self.out
+    }
 }
 
 #[cfg(test)]
@@ -271,20 +402,27 @@ mod tests {
             state: State::Read,
             warnings: vec!["w".into()],
         };
-        let bytes = encode(&[("x.md", 42, &stored)]);
-        let mut cache = Cache::parse(&bytes);
+        let mut w = Writer::new();
+        w.push("x.md", 42, &stored);
+        let bytes = w.finish();
+        let mut cache = Cache::parse(bytes.clone());
         assert_eq!(cache.len(), 1);
         assert!(
-            cache.take("y.md", 42).is_none(),
+            cache.find("y.md", 42).is_none(),
             "another name is another file"
         );
-        let got = cache.take("x.md", 42).unwrap();
+        let r = cache.find("x.md", 42).unwrap();
+        let got = decode(&cache.bytes, &cache.record(r).unwrap()).unwrap();
         assert_eq!(
             (got.message, got.warnings),
             (stored.message, stored.warnings)
         );
         for cut in 0..bytes.len() {
-            assert_eq!(Cache::parse(&bytes[..cut]).len(), 0, "truncated at {cut}");
+            assert_eq!(
+                Cache::parse(bytes[..cut].to_vec()).len(),
+                0,
+                "truncated at {cut}"
+            );
         }
     }
 }

@@ -22,11 +22,42 @@ fn delivery_dirs(fs: &FsStore, recipient: &Address) -> Result<(Dir, Dir, Dir), F
     Ok((bx, tmp, unread))
 }
 
+/// Moves the temp copy `t` into `unread` as `name`, never replacing (`Ok(false)`: `name` is
+/// there already, and `t` stays). When `unread/` was replaced by compaction since it was
+/// opened (a removed directory takes no entry: `ENOENT` while `t` is still there), it is
+/// opened again by name, its link into the mailbox synced, and the move retried.
+fn publish(bx: &Dir, tmp: &Dir, unread: &mut Dir, t: &str, name: &str) -> Result<bool, FsError> {
+    let mut tries = 0;
+    loop {
+        match tmp.move_new(t, unread, name) {
+            Err(FsError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound
+                    && tries < 8
+                    && tmp.exists(t)? =>
+            {
+                tries += 1;
+                *unread = bx.open_or_create(state_dir_name(State::Unread))?;
+                bx.sync()?;
+            }
+            other => return other,
+        }
+    }
+}
+
 pub(crate) fn deliver(fs: &FsStore, recipient: &Address, message: &Message) -> Result<bool> {
-    let (_, tmp, unread) = delivery_dirs(fs, recipient)?;
+    let (bx, tmp, mut unread) = delivery_dirs(fs, recipient)?;
     let text = message_to_text(message);
     let t = tmp.write_temp(text.as_bytes(), Durability::Durable)?;
-    let created = tmp.publish_new(&t, &unread, &file_name(message.id))?;
+    let created = match publish(&bx, &tmp, &mut unread, &t, &file_name(message.id)) {
+        Ok(created) => created,
+        Err(e) => {
+            let _ = tmp.remove(&t);
+            return Err(e.into());
+        }
+    };
+    if !created {
+        tmp.remove(&t)?;
+    }
     unread.sync()?;
     if let Ok(mut last) = fs.last_delivery.lock() {
         *last = Some((text, unread));
@@ -68,9 +99,9 @@ pub(crate) fn deliver_all(
     let name = file_name(message.id);
     let text = message_to_text(message);
     // Each recipient's `tmp/` and `unread/`, with its prepared copy unless it had the id.
-    let mut prepared: Vec<(Dir, Dir, Option<String>)> = Vec::with_capacity(recipients.len());
-    let discard = |prepared: &[(Dir, Dir, Option<String>)]| {
-        for (tmp, _, temp) in prepared {
+    let mut prepared: Vec<(Dir, Dir, Dir, Option<String>)> = Vec::with_capacity(recipients.len());
+    let discard = |prepared: &[(Dir, Dir, Dir, Option<String>)]| {
+        for (_, tmp, _, temp) in prepared {
             if let Some(t) = temp {
                 let _ = tmp.remove(t);
             }
@@ -83,7 +114,7 @@ pub(crate) fn deliver_all(
             } else {
                 Some(tmp.write_temp(text.as_bytes(), Durability::Durable)?)
             };
-            Ok((tmp, unread, temp))
+            Ok((bx, tmp, unread, temp))
         });
         match step {
             Ok(p) => prepared.push(p),
@@ -96,7 +127,7 @@ pub(crate) fn deliver_all(
 
     let source = prepared
         .iter()
-        .find_map(|(tmp, _, temp)| temp.as_deref().map(|t| (tmp, t)));
+        .find_map(|(_, tmp, _, temp)| temp.as_deref().map(|t| (tmp, t)));
     let (trace, trace_error) = match leave_trace(fs, message, &text, source) {
         Ok(outbox) => (outbox, None),
         Err(e) => (None, Some(e.to_string())),
@@ -104,10 +135,10 @@ pub(crate) fn deliver_all(
 
     let mut new = vec![false; prepared.len()];
     let mut failure = None;
-    for (i, (tmp, unread, temp)) in prepared.iter_mut().enumerate() {
+    for (i, (bx, tmp, unread, temp)) in prepared.iter_mut().enumerate() {
         let Some(t) = temp.take() else { continue };
         // One rename that never replaces: the temp name is gone once the copy is published.
-        match tmp.move_new(&t, unread, &name) {
+        match publish(bx, tmp, unread, &t, &name) {
             Ok(created) => new[i] = created,
             Err(e) => failure = Some(e),
         }
@@ -125,7 +156,7 @@ pub(crate) fn deliver_all(
             .iter()
             .zip(&new)
             .filter(|(_, new)| **new)
-            .find_map(|((_, unread, _), _)| unread.sync().err());
+            .find_map(|((_, _, unread, _), _)| unread.sync().err());
     }
     let Some(failure) = failure else {
         return Ok(Delivery { new, trace_error });
@@ -136,7 +167,7 @@ pub(crate) fn deliver_all(
     // sender where): the error says where.
     discard(&prepared);
     let mut kept = Vec::new();
-    for ((_, unread, _), recipient) in prepared
+    for ((_, _, unread, _), recipient) in prepared
         .iter()
         .zip(recipients)
         .zip(&new)

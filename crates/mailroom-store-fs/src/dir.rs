@@ -366,6 +366,25 @@ impl Dir {
             .map(|st| nanoseconds(st.st_mtime, st.st_mtime_nsec)))
     }
 
+    /// The size this directory takes, in bytes (`st_size`): on ext4 it grows with the most
+    /// entries it ever held and never shrinks, and every listing reads all of it.
+    pub fn size(&self) -> Result<u64, FsError> {
+        rfs::fstat(&self.fd)
+            .map(|st| u64::try_from(st.st_size).unwrap_or(0))
+            .map_err(|e| FsError::io("stat", &self.path, io_err(e)))
+    }
+
+    /// Removes the empty subdirectory `name`: `Ok(false)` when it is absent or not empty. The
+    /// kernel checks emptiness and removes in one step, so an entry renamed in at the same
+    /// moment either stops the removal or is refused (`ENOENT`) to its writer.
+    pub fn remove_empty_dir(&self, name: &str) -> Result<bool, FsError> {
+        match rfs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT | Errno::NOTEMPTY | Errno::EXIST) => Ok(false),
+            Err(e) => Err(FsError::io("remove", self.child_path(name), io_err(e))),
+        }
+    }
+
     /// Names and inode numbers of the entries, unsorted, without `.` and `..`.
     pub fn list_with_ino(&self) -> Result<Vec<(String, u64)>, FsError> {
         let dup = rfs::openat(&self.fd, ".", dir_flags(), Mode::empty())

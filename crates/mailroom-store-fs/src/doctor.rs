@@ -304,6 +304,9 @@ impl Doctor {
             bx.remove(crate::index::MAILBOX_INDEX)?;
             bx.remove(crate::index::OUTBOX_INDEX)?;
         }
+        for state in crate::compact::PENDING {
+            self.oversized(bx, state)?;
+        }
         let mut seen: HashMap<MessageId, State> = HashMap::new();
         for state in State::ALL {
             let Some(dir) = quiet_open(bx, state_dir_name(state)) else {
@@ -381,6 +384,40 @@ impl Doctor {
                     seen.insert(id, state);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A pending directory that once held many more files than it does (see `compact`):
+    /// replaced with `--fix` when empty; while it still holds files, reported only when it
+    /// is mostly empty space, since a large mailbox needs a large directory.
+    fn oversized(&mut self, bx: &Dir, state: State) -> Result<(), FsError> {
+        let Some((dir, bytes)) = crate::compact::oversized(bx, state)? else {
+            return Ok(());
+        };
+        let entries = dir.list_with_ino()?.len() as u64;
+        let path = bx.child_path(state_dir_name(state)).display().to_string();
+        drop(dir);
+        let kib = bytes / 1024;
+        if entries == 0 {
+            let fixed = self.fix && crate::compact::replace(bx, state)?;
+            self.report(
+                path,
+                format!(
+                    "is empty but takes {kib} KiB: it once held many more files, and every listing still reads all of it"
+                ),
+                "replace it with a new, empty directory",
+                fixed,
+            );
+        } else if bytes > 4 * (entries * 64 + 4096) {
+            self.report(
+                path,
+                format!(
+                    "holds {entries} files but takes {kib} KiB: it once held many more, and every listing still reads all of it"
+                ),
+                "it is replaced once it is empty: read the mail (`inbox`), archive it (`done`), then run `doctor --fix` again",
+                false,
+            );
         }
         Ok(())
     }

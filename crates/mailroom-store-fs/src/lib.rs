@@ -13,6 +13,7 @@
 pub(crate) mod cache;
 mod channels;
 mod codec;
+pub(crate) mod compact;
 mod delivery;
 mod dir;
 mod directory;
@@ -402,6 +403,10 @@ impl Mailboxes for FsStore {
 
     fn pending(&self, mailbox: &Address) -> Result<Listing> {
         mailbox::pending(self, mailbox)
+    }
+
+    fn pending_set(&self, mailbox: &Address) -> Result<Box<dyn mailroom_core::PendingSet>> {
+        Ok(Box::new(mailbox::pending_set(self, mailbox)?))
     }
 
     fn find(&self, mailbox: &Address, prefix: &str) -> Result<Vec<Stored>> {

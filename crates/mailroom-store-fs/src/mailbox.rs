@@ -8,12 +8,14 @@
 use std::collections::HashSet;
 
 use jiff::Timestamp;
-use mailroom_core::{Address, Listing, Message, MessageId, Result, Scope, State, Stored};
+use mailroom_core::store::{PendingEntry, PendingSet};
+use mailroom_core::{Address, Damaged, Listing, Message, MessageId, Result, Scope, State, Stored};
 
 use mailroom_core::store::matches_query;
 
 use crate::cache;
 use crate::codec::message_to_text;
+use crate::compact;
 use crate::dir::{Dir, Durability};
 use crate::error::FsError;
 use crate::index::{self, Indexed};
@@ -55,25 +57,83 @@ fn read_states(
 }
 
 pub(crate) fn pending(fs: &FsStore, mailbox: &Address) -> Result<Listing> {
-    let mut listing = pending_cached(fs, mailbox)?;
-    mailroom_core::message::sort_by_cheap_key(&mut listing.messages, |s| s.message.id);
-    Ok(listing)
+    let set = pending_set(fs, mailbox)?;
+    let mut messages = (0..set.entries.len())
+        .map(|i| set.stored(i))
+        .collect::<Result<Vec<_>>>()?;
+    mailroom_core::message::sort_by_cheap_key(&mut messages, |s| s.message.id);
+    Ok(Listing {
+        messages,
+        damaged: set.damaged,
+    })
 }
 
 /// A state directory as listed: its state, the directory, and its message files with their
 /// inode numbers.
 type Listed = (State, Dir, Vec<(String, u64)>);
 
+/// The pending copies of a mailbox, in listing order, each decoded from the mailbox's cache
+/// only when asked for (a copy that cannot be cached is held decoded).
+pub(crate) struct FsPending {
+    cache: Vec<u8>,
+    entries: Vec<PendingEntry>,
+    sources: Vec<Source>,
+    damaged: Vec<Damaged>,
+}
+
+enum Source {
+    Cached(cache::Record),
+    Decoded(Box<Stored>),
+}
+
+impl PendingSet for FsPending {
+    fn entries(&self) -> &[PendingEntry] {
+        &self.entries
+    }
+
+    fn stored(&self, i: usize) -> Result<Stored> {
+        let state = self.entries.get(i).map(|e| e.state);
+        match (self.sources.get(i), state) {
+            (Some(Source::Decoded(s)), _) => Ok((**s).clone()),
+            (Some(Source::Cached(r)), Some(state)) => match cache::decode(&self.cache, r) {
+                Some(c) => Ok(Stored {
+                    message: c.message,
+                    state,
+                    warnings: c.warnings,
+                }),
+                // The record was indexed from these same bytes, and was written by this code
+                // from a decoded message: it cannot fail to decode unless memory is damaged.
+                None => Err(mailroom_core::Error::store(
+                    format!("message {} cannot be read", r.id),
+                    "the pending cache is damaged (run `mailroom doctor --fix`)",
+                )),
+            },
+            _ => Err(mailroom_core::Error::store(
+                "a pending listing",
+                format!("no copy at {i}"),
+            )),
+        }
+    }
+
+    fn damaged(&self) -> &[Damaged] {
+        &self.damaged
+    }
+}
+
 /// The pending copies, their content from the mailbox's cache where the file is the one
 /// cached (same name, same inode); the cache is rewritten when it missed or went stale.
-fn pending_cached(fs: &FsStore, mailbox: &Address) -> Result<Listing, FsError> {
-    let mut out = Listing::default();
+pub(crate) fn pending_set(fs: &FsStore, mailbox: &Address) -> Result<FsPending, FsError> {
+    let mut set = FsPending {
+        cache: Vec::new(),
+        entries: Vec::new(),
+        sources: Vec::new(),
+        damaged: Vec::new(),
+    };
     let Some(bx) = fs.open_box(mailbox)? else {
-        return Ok(out);
+        return Ok(set);
     };
     let mut old = cache::load(&bx);
     let cached_before = old.len();
-    out.messages.reserve(cached_before);
     // Both directories are listed before any file is read. A copy moved from unread/ to
     // read/ between the two listings is in both: states only move forward, so it is kept
     // once, as read, and a listing never holds an id twice.
@@ -87,55 +147,97 @@ fn pending_cached(fs: &FsStore, mailbox: &Address) -> Result<Listing, FsError> {
     };
     let mut unread = list(State::Unread)?;
     let read = list(State::Read)?;
-    if let (Some((_, _, u)), Some((_, _, r))) = (&mut unread, &read) {
+    if let (Some((_, _, u)), Some((_, _, r))) = (&mut unread, &read)
+        && !u.is_empty()
+    {
         let moved_on: HashSet<&str> = r.iter().map(|(n, _)| n.as_str()).collect();
         u.retain(|(n, _)| !moved_on.contains(n.as_str()));
     }
-    // (file name, inode, index in `out.messages`) of every cacheable copy listed.
-    let mut keys: Vec<(String, u64, usize)> = Vec::new();
-    let mut missed = false;
-    for (state, dir, names) in [unread, read].into_iter().flatten() {
+    // An empty pending directory that once held many files is replaced (see `compact`): this
+    // listing read all of its blocks, and every later one would. Best effort: a directory
+    // that cannot be replaced now only costs speed.
+    for (state, dir, names) in [&unread, &read].into_iter().flatten() {
+        if names.is_empty() && dir.size().is_ok_and(|b| b > compact::WORTH) {
+            let _ = compact::replace(&bx, *state);
+        }
+    }
+    let listed = unread.iter().chain(&read).map(|(_, _, n)| n.len()).sum();
+    // First pass: every listed file found in the cache? Then the cache is used as it is.
+    let mut found: Vec<Option<u32>> = Vec::with_capacity(listed);
+    for (_, _, names) in [&unread, &read].into_iter().flatten() {
         for (name, ino) in names {
-            if let Some(hit) = old.take(&name, ino) {
-                keys.push((name, ino, out.messages.len()));
-                out.messages.push(Stored {
-                    message: hit.message,
-                    state,
-                    warnings: hit.warnings,
-                });
-                continue;
+            found.push(old.find(name, *ino));
+        }
+    }
+    let all_hit = found.iter().all(Option::is_some) && listed == cached_before;
+    let mut writer = (!all_hit).then(cache::Writer::new);
+    set.entries.reserve(listed);
+    set.sources.reserve(listed);
+    let mut found = found.into_iter();
+    for (state, dir, names) in [unread, read].into_iter().flatten() {
+        for (name, _) in names {
+            let hit = found.next().flatten().and_then(|i| old.record(i));
+            if let Some(r) = hit {
+                let r = match &mut writer {
+                    Some(w) => w.copy(&old.bytes, &r),
+                    None => Some(r),
+                };
+                if let Some(r) = r {
+                    set.entries.push(PendingEntry {
+                        id: r.id,
+                        kind: r.kind,
+                        priority: r.priority,
+                        state,
+                    });
+                    set.sources.push(Source::Cached(r));
+                    continue;
+                }
             }
-            missed = true;
-            let before = out.messages.len();
+            let mut out = Listing::default();
             // Keyed by the inode of the file actually read, not the one listed: an edit
             // that replaced the file in between must not file its content under the old.
-            let damaged_before = out.damaged.len();
             let mut read = read_one(mailbox, &dir, &name, Some(state), &mut out)?;
+            let mut state = state;
             // Listed in unread/ but gone when read: a reader moved it on to read/ in between,
             // after read/ was listed. It is still pending, so this listing must hold it (a
             // `done --all` built on it would otherwise leave it behind).
             if read.is_none()
                 && state == State::Unread
-                && out.messages.len() == before
-                && out.damaged.len() == damaged_before
+                && out.messages.is_empty()
+                && out.damaged.is_empty()
                 && let Some(moved_on) = bx.open(state_dir_name(State::Read))?
             {
                 read = read_one(mailbox, &moved_on, &name, Some(State::Read), &mut out)?;
+                state = State::Read;
             }
-            // Only well-named, readable files are cached; the rest are read every time.
-            if let (Some(ino), Some(_)) = (read, id_of(&name)) {
-                keys.push((name, ino, before));
+            set.damaged.append(&mut out.damaged);
+            let Some(stored) = out.messages.pop() else {
+                continue;
+            };
+            set.entries.push(PendingEntry {
+                id: stored.message.id,
+                kind: stored.message.kind,
+                priority: stored.message.priority,
+                state,
+            });
+            // Only well-named, readable files are cached; the rest are held decoded.
+            match (read, id_of(&name), &mut writer) {
+                (Some(ino), Some(_), Some(w)) => set
+                    .sources
+                    .push(Source::Cached(w.push(&name, ino, &stored))),
+                _ => set.sources.push(Source::Decoded(Box::new(stored))),
             }
         }
     }
-    if missed || keys.len() != cached_before {
-        let entries: Vec<(&str, u64, &Stored)> = keys
-            .iter()
-            .map(|(n, i, at)| (n.as_str(), *i, &out.messages[*at]))
-            .collect();
-        cache::save(&bx, &entries);
-    }
-    Ok(out)
+    set.cache = match writer {
+        Some(w) => {
+            let bytes = w.finish();
+            cache::save(&bx, &bytes);
+            bytes
+        }
+        None => std::mem::take(&mut old.bytes),
+    };
+    Ok(set)
 }
 
 pub(crate) fn find(fs: &FsStore, mailbox: &Address, prefix: &str) -> Result<Vec<Stored>> {
@@ -194,7 +296,7 @@ pub(crate) fn transition(
     let Some(bx) = fs.open_box(mailbox)? else {
         return Ok(result);
     };
-    let target = match bx.open(state_dir_name(to))? {
+    let mut target = match bx.open(state_dir_name(to))? {
         Some(t) => t,
         // Create the target only when there is something to move: a refused move must
         // leave the home as it was.
@@ -225,6 +327,13 @@ pub(crate) fn transition(
         };
         let name = file_name(*id);
         result[i] = src.rename(&name, &target, &name)?;
+        if !result[i] && src.exists(&name)? {
+            // Not moved, yet still here: the target was replaced by compaction since it was
+            // opened (a removed directory takes no entry). Once more, into the new one.
+            target = bx.open_or_create(state_dir_name(to))?;
+            bx.sync()?;
+            result[i] = src.rename(&name, &target, &name)?;
+        }
         if result[i] && to == State::Done {
             // `recover` orders by this: when the copy was archived.
             target.stamp(&name)?;

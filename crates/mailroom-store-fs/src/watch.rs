@@ -20,11 +20,15 @@ use crate::error::FsError;
 pub struct FsWatch {
     fd: OwnedFd,
     path: PathBuf,
+    /// What was asked to be watched: the home and the levels below it.
+    targets: Vec<(PathBuf, Vec<Step>)>,
     /// Directories still to reach: each one's deepest existing ancestor (watched for
     /// creations) and the names below it.
     pending: Vec<Pending>,
-    /// The watches of directories reached, which stay.
-    reached: Vec<i32>,
+    /// The watches of directories reached, with the target each stands for. They stay until
+    /// the directory is removed (compaction replaces an empty `unread/`): then the target
+    /// is watched again from its deepest existing level.
+    reached: Vec<(i32, usize)>,
 }
 
 #[derive(Debug)]
@@ -32,6 +36,7 @@ struct Pending {
     dir: Dir,
     wd: i32,
     rest: Vec<Step>,
+    target: usize,
 }
 
 /// One level of a path to watch, and how it is matched.
@@ -83,6 +88,7 @@ impl FsWatch {
         Ok(FsWatch {
             fd,
             path: path.to_owned(),
+            targets: Vec::new(),
             pending: Vec::new(),
             reached: Vec::new(),
         })
@@ -91,6 +97,14 @@ impl FsWatch {
     /// Also watches `home/below…` for new entries, from now on, whether or not the home or
     /// any level below it exists yet. Nothing is created.
     pub fn below_home(&mut self, home: &Path, below: Vec<Step>) -> Result<(), FsError> {
+        self.targets.push((home.to_owned(), below));
+        self.arm(self.targets.len() - 1)
+    }
+
+    /// Watches target `target` from its deepest existing level down.
+    fn arm(&mut self, target: usize) -> Result<(), FsError> {
+        let (home, below) = self.targets[target].clone();
+        let home = home.as_path();
         // The deepest existing ancestor of the home, and the levels from it down to the home.
         let mut up = Vec::new();
         let mut at = home;
@@ -125,13 +139,14 @@ impl FsWatch {
             dir: base,
             wd,
             rest,
+            target,
         });
         self.descend()
     }
 
     /// Whether a watch is still needed.
     fn uses(&self, wd: i32) -> bool {
-        self.reached.contains(&wd) || self.pending.iter().any(|p| p.wd == wd)
+        self.reached.iter().any(|(w, _)| *w == wd) || self.pending.iter().any(|p| p.wd == wd)
     }
 
     /// Goes down to each level that exists now. Each level is watched before the next is
@@ -142,7 +157,7 @@ impl FsWatch {
             let Some(step) = p.rest.first() else {
                 // Reached: its watch stays.
                 let p = self.pending.remove(i);
-                self.reached.push(p.wd);
+                self.reached.push((p.wd, p.target));
                 continue;
             };
             let Some(child) = step.open(&p.dir)? else {
@@ -181,7 +196,21 @@ impl mailroom_core::store::Watch for FsWatch {
             // Drain what is queued: the caller re-reads the mailbox, not the events.
             let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
             let mut reader = inotify::Reader::new(&self.fd, &mut buf);
-            while reader.next().is_ok() {}
+            let mut removed = Vec::new();
+            while let Ok(event) = reader.next() {
+                if event.events().contains(inotify::ReadFlags::IGNORED) {
+                    removed.push(event.wd());
+                }
+            }
+            // A reached directory was removed (compaction replaced it): watch its target
+            // again from what exists now. The caller looks at the mailbox after this wake,
+            // so nothing published in between is missed.
+            for wd in removed {
+                while let Some(at) = self.reached.iter().position(|(w, _)| *w == wd) {
+                    let (_, target) = self.reached.remove(at);
+                    self.arm(target)?;
+                }
+            }
             // A level of a directory still to reach may have been created.
             self.descend()?;
         }

@@ -187,6 +187,19 @@ impl Vocabulary for CliWords {
         format!("{} done {id}", self.program)
     }
 
+    fn write_reply(&self, out: &mut dyn std::fmt::Write, id: &str) -> std::fmt::Result {
+        out.write_str(&self.program)?;
+        out.write_str(" reply ")?;
+        out.write_str(id)?;
+        out.write_str(" --message \"...\"")
+    }
+
+    fn write_done(&self, out: &mut dyn std::fmt::Write, id: &str) -> std::fmt::Result {
+        out.write_str(&self.program)?;
+        out.write_str(" done ")?;
+        out.write_str(id)
+    }
+
     fn read(&self, id: &str) -> String {
         format!("{} read {id}", self.program)
     }
@@ -211,6 +224,19 @@ mod tests {
             source,
             origin: None,
         }
+    }
+
+    #[test]
+    fn hints_written_in_pieces_read_as_the_whole_strings() {
+        let words = CliWords::new(
+            Some(&identity(Source::Flag, "HUMAN")),
+            Some(Path::new("/tmp/my home")),
+            None,
+        );
+        let (mut reply, mut done) = (String::new(), String::new());
+        words.write_reply(&mut reply, "01X").unwrap();
+        words.write_done(&mut done, "01X").unwrap();
+        assert_eq!((reply, done), (words.reply("01X"), words.done("01X")));
     }
 
     #[test]

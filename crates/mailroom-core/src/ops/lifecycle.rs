@@ -6,6 +6,7 @@ use crate::error::{Error, Fix, Result};
 use crate::message::{Damaged, Kind, Listing, MessageId, State, Stored};
 use crate::ops::Mailroom;
 use crate::ops::send::{Draft, Sent};
+use crate::store::{PendingEntry, PendingSet};
 use crate::text::reply_subject;
 
 /// What `inbox` shows.
@@ -46,20 +47,165 @@ pub fn urgency_key(s: &Stored) -> (bool, crate::message::Priority, MessageId) {
 /// Most message ids one `done` names.
 pub const MAX_IDS: usize = 1_000;
 
+/// What `inbox` shows, each directed message decoded only when it is visited: a long inbox is
+/// shown one message at a time, never held whole.
+pub struct InboxStream {
+    pending: Box<dyn PendingSet>,
+    /// The directed copies shown, most urgent first: an index into `pending`, or the copy as
+    /// re-read after this call marked it read (or found it moved by another process).
+    shown: Vec<Shown>,
+    broadcasts: Vec<Stored>,
+    /// Messages left out by the limit.
+    pub more: usize,
+    /// The ids of those left out, most urgent first.
+    pub left_out: Vec<MessageId>,
+    pub damaged: Vec<Damaged>,
+}
+
+enum Shown {
+    Listed(usize),
+    Fresh(Box<Stored>),
+}
+
+impl std::fmt::Debug for InboxStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InboxStream")
+            .field("shown", &self.len())
+            .field("more", &self.more)
+            .finish_non_exhaustive()
+    }
+}
+
+impl InboxStream {
+    /// How many messages are shown.
+    pub fn len(&self) -> usize {
+        self.shown.len() + self.broadcasts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Visits the shown messages in order (directed mail most urgent first, then broadcasts),
+    /// each with the state it had before this call, stopping at `visit`'s first error.
+    pub fn visit<E: From<Error>>(
+        &self,
+        mut visit: impl FnMut(&Stored) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        for shown in &self.shown {
+            match shown {
+                Shown::Listed(i) => visit(&self.pending.stored(*i)?)?,
+                Shown::Fresh(stored) => visit(stored)?,
+            }
+        }
+        self.broadcasts.iter().try_for_each(visit)
+    }
+
+    /// Every shown message, decoded.
+    pub fn collect(self) -> Result<Inbox> {
+        let mut messages = Vec::with_capacity(self.len());
+        self.visit(|s: &Stored| -> Result<()> {
+            messages.push(s.clone());
+            Ok(())
+        })?;
+        Ok(Inbox {
+            messages,
+            more: self.more,
+            left_out: self.left_out,
+            damaged: self.damaged,
+        })
+    }
+}
+
 impl Mailroom<'_> {
     /// Pending directed mail, most urgent first, then unseen broadcasts; marks what it shows
     /// read (and seen).
     pub fn inbox(&self, me: &Address, limit: Option<usize>) -> Result<Inbox> {
-        let mut left = limit.unwrap_or(usize::MAX);
-        self.take(
-            me,
-            |_| true,
-            |_| {
-                let fits = left > 0;
-                left = left.saturating_sub(1);
-                fits
-            },
-        )
+        self.inbox_stream(me, limit)?.collect()
+    }
+
+    /// [`Mailroom::inbox`], with each directed message decoded only when the result visits it.
+    pub fn inbox_stream(&self, me: &Address, limit: Option<usize>) -> Result<InboxStream> {
+        let pending = self.store.pending_set(me)?;
+        let mut damaged = pending.damaged().to_vec();
+        let entries = pending.entries();
+        let mut order: Vec<usize> = (0..entries.len()).collect();
+        let key = |e: &PendingEntry| (e.kind != Kind::HoldRequest, e.priority, e.id);
+        order.sort_by_key(|&i| key(&entries[i]));
+        let mut broadcasts = match self.broadcast_channel(me)? {
+            Some(all) => {
+                let unseen = self.store.unseen(&all, &me.handle)?;
+                damaged.extend(unseen.damaged);
+                Some((all, unseen.messages))
+            }
+            None => None,
+        };
+        let limit = limit.unwrap_or(usize::MAX);
+        let mut left_out: Vec<MessageId> =
+            order.iter().skip(limit).map(|&i| entries[i].id).collect();
+        order.truncate(limit);
+        if let Some((_, list)) = &mut broadcasts {
+            let room = limit - order.len();
+            let shown = if left_out.is_empty() {
+                room.min(list.len())
+            } else {
+                0
+            };
+            left_out.extend(list[shown..].iter().map(|s| s.message.id));
+            list.truncate(shown);
+        }
+        // Mark the shown unread copies read, and show what was moved (an edit that raced this
+        // call is either shown or turned into a correction).
+        let unread: Vec<(MessageId, State)> = order
+            .iter()
+            .filter(|&&i| entries[i].state == State::Unread)
+            .map(|&i| (entries[i].id, State::Unread))
+            .collect();
+        let mut fresh: std::collections::HashMap<MessageId, Option<Stored>> = Default::default();
+        if !unread.is_empty() {
+            let moved = self.store.transition(me, &unread, State::Read)?;
+            for ((id, _), moved) in unread.iter().zip(moved) {
+                let now = self.store.get(me, *id)?;
+                let now = now.map(|now| match moved {
+                    // The content moved, with the state it had before this call.
+                    true => Stored {
+                        state: State::Unread,
+                        ..now
+                    },
+                    // Cancelled or read by a concurrent reader: its state as it is now.
+                    false => now,
+                });
+                fresh.insert(*id, now);
+            }
+        }
+        let mut shown = Vec::with_capacity(order.len());
+        for i in order {
+            match fresh.remove(&entries[i].id) {
+                // A cancel or a `done` that won the race against this read took the message
+                // out of the pending states: a listing of pending mail does not show it.
+                Some(Some(now)) if !now.state.is_pending() => {}
+                Some(Some(now)) => shown.push(Shown::Fresh(Box::new(now))),
+                Some(None) | None => shown.push(Shown::Listed(i)),
+            }
+        }
+        let broadcasts = match broadcasts {
+            Some((all, mut list)) => {
+                let ids: Vec<MessageId> = list.iter().map(|s| s.message.id).collect();
+                let mut claimed = self.store.mark_seen(&all, &me.handle, &ids)?.into_iter();
+                // Another reader as the same member showed the ones this call did not claim.
+                list.retain(|_| claimed.next().unwrap_or(false));
+                list
+            }
+            None => vec![],
+        };
+        Ok(InboxStream {
+            pending,
+            shown,
+            broadcasts,
+            more: left_out.len(),
+            left_out,
+            damaged,
+        })
     }
 
     /// Shows mail: pending directed mail most urgent first, then unseen broadcasts, each only

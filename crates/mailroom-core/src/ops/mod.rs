@@ -28,7 +28,7 @@ pub use directory::{Candidate, MemberContext, Resolution};
 pub use export::Exported;
 pub use import::{Foreign, Imported};
 pub use inject::{HookAnswer, HookEvent};
-pub use lifecycle::{Inbox, Read, urgency_order};
+pub use lifecycle::{Inbox, InboxStream, Read, urgency_order};
 pub use revise::{CancelReport, EditOutcome, EditPatch, EditReport, OutboxEntry};
 pub use send::{Draft, MAX_RECIPIENTS, Sent};
 pub use wait::{Cancel, WaitFor, Waited, Watched};

@@ -12,16 +12,16 @@ use crate::output::{self, short, stored_json, table, when};
 
 pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
     let me = ctx.me()?;
-    let inbox = ctx.mailroom().inbox(&me, limit)?;
+    let inbox = ctx.mailroom().inbox_stream(&me, limit)?;
     if ctx.json {
         output::print_json(&mailroom_json::inbox_json(
             &me,
-            &inbox,
+            &inbox.collect()?,
             render::UNTRUSTED_NOTICE,
         ));
         return Ok(());
     }
-    if inbox.messages.is_empty() && inbox.damaged.is_empty() {
+    if inbox.is_empty() && inbox.damaged.is_empty() {
         crate::outln!("No pending mail for {me}.");
         return Ok(());
     }
@@ -35,8 +35,37 @@ pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
         hints: true,
         words: &words,
     };
-    output::render(|w| render::write_injection(w, &frame, &inbox.messages, &inbox.damaged));
-    Ok(())
+    /// Why writing the listing stopped: stdout failed, or a message could not be decoded.
+    enum Stop {
+        Write,
+        Read(mailroom_core::Error),
+    }
+    impl From<mailroom_core::Error> for Stop {
+        fn from(e: mailroom_core::Error) -> Stop {
+            Stop::Read(e)
+        }
+    }
+    let mut unreadable = None;
+    // One message at a time, straight to stdout: a long inbox is never held whole.
+    output::render(|w| {
+        render::write_frame_start(w, &frame, inbox.len())?;
+        let visited = inbox.visit(|stored| {
+            w.write_char('\n').map_err(|_| Stop::Write)?;
+            render::message_block(w, stored, frame.words, frame.hints).map_err(|_| Stop::Write)
+        });
+        match visited {
+            Ok(()) => render::write_frame_end(w, &frame, &inbox.damaged),
+            Err(Stop::Write) => Err(std::fmt::Error),
+            Err(Stop::Read(e)) => {
+                unreadable = Some(e);
+                Ok(())
+            }
+        }
+    });
+    match unreadable {
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
 }
 
 pub fn read(ctx: &mut Ctx, id: &str, archive: bool) -> Result<()> {

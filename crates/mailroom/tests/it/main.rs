@@ -7,6 +7,7 @@
 
 mod authority;
 mod channels;
+mod compaction;
 mod concurrency;
 mod demo;
 mod errors;
