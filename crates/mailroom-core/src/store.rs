@@ -184,6 +184,22 @@ pub trait Directory {
     /// Replaces an existing member's entry (status, role); `Ok(false)` when there is none.
     fn update_member(&self, project: &Name, member: &Member) -> Result<bool>;
 
+    /// Refuses, in one sentence, to let this store's connection act as `identity`. A store of
+    /// files trusts the user account (the default: anyone); a shared server may give each
+    /// connection only some identities (PostgreSQL's strict mode), and checking once, up front,
+    /// keeps a command from reading a silently partial view or failing half-way.
+    fn check_acts_as(&self, identity: &Address) -> Result<()> {
+        let _ = identity;
+        Ok(())
+    }
+
+    /// Refuses, before anything is written, a new project or roster entry in `project` that
+    /// this store's connection may not make (the default: anyone may).
+    fn check_roster_change(&self, project: &Name) -> Result<()> {
+        let _ = project;
+        Ok(())
+    }
+
     /// The projects and the roster entries `(project, handle)` named, each in the order given
     /// (`None`: not there): what one operation's checks read, fetched as one question where a
     /// database answers with one query (the default asks for each). The answers are as current

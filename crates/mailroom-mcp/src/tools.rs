@@ -591,7 +591,9 @@ impl Tools {
                     "this server acts for any member (an operator's server): name the {field} and its project_handle (HUMAN needs no project)"
                 )));
             };
-            return self.address(project, h, field);
+            let named = self.address(project, h, field)?;
+            self.mr.check_acts_as(&named)?;
+            return Ok(named);
         };
         if handle.is_none() && project.is_none() {
             return Ok(me.clone());

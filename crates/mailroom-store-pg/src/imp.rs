@@ -182,6 +182,33 @@ impl Store for PgStore {
 }
 
 impl Directory for PgStore {
+    fn check_acts_as(&self, identity: &Address) -> Result<()> {
+        if !self.strict()? {
+            return Ok(());
+        }
+        let k = mailbox_key(identity);
+        let row = self.read("check the role's identities", |c| {
+            c.query_typed_one("SELECT mailroom_mine($1)", &[(&k, Type::TEXT)])
+        })?;
+        if row.get::<_, bool>(0) {
+            return Ok(());
+        }
+        Err(Error::Refused(format!(
+            "the PostgreSQL role '{}' may not act as {identity} here: in strict mode a role acts only as the identities given to it; connect with that identity's role (see `mailroom role`)",
+            self.role()
+        )))
+    }
+
+    fn check_roster_change(&self, project: &Name) -> Result<()> {
+        if !self.strict()? {
+            return Ok(());
+        }
+        Err(Error::Refused(format!(
+            "the PostgreSQL role '{}' may not add a member or a project here ('{project}'): in strict mode only the operator's role changes projects and rosters; ask the operator to add the member (`mailroom --as HUMAN --project {project} roster add HANDLE`)",
+            self.role()
+        )))
+    }
+
     fn projects(&self) -> Result<Vec<Project>> {
         let rows = self.read("list the projects", |c| {
             c.query_typed(
@@ -367,6 +394,24 @@ impl Directory for PgStore {
         rows.iter()
             .map(|r| Ok((project_of(r)?, member_of(r)?)))
             .collect()
+    }
+}
+
+impl PgStore {
+    /// Whether row-level security applies to this connection's role: strict mode.
+    fn strict(&self) -> Result<bool> {
+        if let Some(strict) = self.strict.get() {
+            return Ok(*strict);
+        }
+        let row = self.read("check the role's rights", |c| {
+            c.query_typed_one("SELECT row_security_active('copies')", &[])
+        })?;
+        let strict: bool = row.get(0);
+        Ok(*self.strict.get_or_init(|| strict))
+    }
+
+    fn role(&self) -> &str {
+        self.config.get_user().unwrap_or("")
     }
 }
 

@@ -62,6 +62,9 @@ pub struct PgStore {
     /// two mailrooms in one database apart.
     schema: String,
     idle: Mutex<Vec<Client>>,
+    /// Whether row-level security applies to this connection's role (strict mode: every role
+    /// but the tables' owner), asked once, when first needed.
+    strict: std::sync::OnceLock<bool>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -428,6 +431,7 @@ impl PgStore {
             shown,
             schema,
             idle: Mutex::new(vec![client]),
+            strict: std::sync::OnceLock::new(),
         })
     }
 

@@ -218,6 +218,7 @@ impl Ctx {
         }
         let mut id = identity::resolve(&self.inputs)?;
         if let Some(i) = &mut id {
+            self.mailroom().check_acts_as(&i.address)?;
             i.address = self.mailroom().spelled(&i.address)?;
         }
         self.identity = Some(id.clone());
@@ -232,7 +233,9 @@ impl Ctx {
             Some(i) => i.clone(),
             None => identity::resolve(&self.inputs)?,
         };
-        id.ok_or_else(|| no_identity().into())
+        let id = id.ok_or_else(no_identity)?;
+        self.mailroom().check_acts_as(&id.address)?;
+        Ok(id)
     }
 
     /// Records `address` (the spelling an operation found) as the identity's.

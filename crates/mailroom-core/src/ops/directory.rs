@@ -89,6 +89,13 @@ pub(crate) struct Plan {
     add_member: bool,
 }
 
+impl Plan {
+    /// Whether delivering to this mailbox creates its project or puts it on the roster.
+    pub(crate) fn changes_roster(&self) -> bool {
+        self.create_project || self.add_member
+    }
+}
+
 /// One mailbox a name may mean.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Candidate {
@@ -303,6 +310,12 @@ impl Mailroom<'_> {
         Ok(self
             .close_project(project)?
             .unwrap_or_else(|| Error::ProjectNotFound(project.to_string())))
+    }
+
+    /// Refuses `identity` when this mailroom's store does not let its connection act as it
+    /// ([`Directory::check_acts_as`]): a front end checks the identity it acts as once.
+    pub fn check_acts_as(&self, identity: &Address) -> Result<()> {
+        self.store.check_acts_as(identity)
     }
 
     /// `address` with its names spelled as they were first written (an unknown name keeps

@@ -112,6 +112,9 @@ impl Mailroom<'_> {
         for plan in &plans {
             if let Some(project) = plan.address.project() {
                 self.check_may_write_into(&reads, me, project)?;
+                if plan.changes_roster() {
+                    self.store().check_roster_change(project)?;
+                }
             }
         }
         drop(reads);

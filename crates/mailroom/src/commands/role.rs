@@ -58,10 +58,17 @@ pub fn role(ctx: &mut Ctx, address: &str, name: Option<&str>) -> Result<()> {
     let schema = pg.schema();
     let db = pg.database();
     let key = address.to_string().to_ascii_lowercase();
+    // The agent's URL names the schema too, as the operator's does: without it the agent's
+    // role would look for mailroom's tables in its own search path.
+    let options = if schema == "public" {
+        String::new()
+    } else {
+        format!("?options=-c%20search_path%3D{schema}")
+    };
     crate::outln!(
         "-- A PostgreSQL role that acts only as {address} in the mailroom at {url} (schema {schema}).
 -- Run it as the owner of mailroom's tables, e.g. psql URL -f FILE; then give the agent
--- postgres://{role}@HOST:PORT/{db} and a password (ALTER ROLE \"{role}\" PASSWORD '...').
+-- postgres://{role}@HOST:PORT/{db}{options} and a password (ALTER ROLE \"{role}\" PASSWORD '...').
 CREATE ROLE \"{role}\" LOGIN;
 GRANT CONNECT ON DATABASE \"{db}\" TO \"{role}\";
 GRANT USAGE ON SCHEMA \"{schema}\" TO \"{role}\";

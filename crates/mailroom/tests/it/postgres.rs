@@ -729,6 +729,10 @@ fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
             .as_("HUMAN", &["role", &format!("{who}@web"), "--name", &name])
             .stdout();
         assert!(sql.contains("CREATE ROLE"), "{sql}");
+        assert!(
+            sql.contains(&format!("?options=-c%20search_path%3D{}", h.db.schema())),
+            "the agent's URL names the schema: {sql}"
+        );
         h.db.admin()
             .batch_execute(&sql)
             .expect("the printed SQL runs");
@@ -760,13 +764,14 @@ fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
     // Alice's role reads nothing of bob's mailbox but the copy of what she sent herself, and
     // moves nothing in it.
     let peeked = as_role(&alice_url, "bob@web", &["--json", "inbox"]).run();
+    assert_eq!(peeked.code, 4, "{peeked:?}");
     assert!(
         !peeked.stdout.contains("operator secret") && !peeked.stderr.contains("operator secret"),
         "{peeked:?}"
     );
-    let read = as_role(&alice_url, "bob@web", &["read", &secret]).fails(3);
+    let read = as_role(&alice_url, "bob@web", &["read", &secret]).fails(4);
     assert!(
-        read.stderr.contains("no message matching"),
+        read.stderr.contains("may not act as bob@web"),
         "{}",
         read.stderr
     );
@@ -811,10 +816,55 @@ fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
         vec!["for alice only"],
         "no forged mail reached alice"
     );
+    // A send that would put a new mailbox on the roster is the operator's to make; nothing
+    // is delivered.
+    let newcomer = as_role(
+        &bob_url,
+        "bob@web",
+        &["send", "--to", "newguy", "-m", "hello"],
+    )
+    .fails(4);
+    assert!(
+        newcomer.stderr.contains("may not add a member"),
+        "{}",
+        newcomer.stderr
+    );
+    // Nobody acts as another through an operation that only reads or retracts either: the
+    // identity is checked up front, not left to rows that silently do not match.
+    let broadcast = as_role(
+        &alice_url,
+        "alice@web",
+        &["--json", "send", "--broadcast", "-m", "news"],
+    )
+    .json();
+    let broadcast = broadcast["id"].as_str().unwrap().to_owned();
+    let retract = as_role(&bob_url, "alice@web", &["retract", &broadcast]).fails(4);
+    assert!(retract.stderr.contains("strict mode"), "{}", retract.stderr);
+    let backup = h.home.root().join("partial-backup");
+    let export = as_role(&bob_url, "HUMAN", &["export", "--to"])
+        .args([&backup])
+        .fails(4);
+    assert!(
+        export.stderr.contains("may not act as HUMAN"),
+        "{}",
+        export.stderr
+    );
+    assert!(!backup.exists(), "a refused export writes nothing");
     let members = h
         .as_("HUMAN", &["--project", "web", "--json", "roster"])
         .json();
     assert!(!members.to_string().contains("mallory"), "{members}");
+    assert!(!members.to_string().contains("newguy"), "{members}");
+    let news = h
+        .as_(
+            "HUMAN",
+            &["--project", "web", "--json", "channel", "show", "all"],
+        )
+        .json();
+    assert!(
+        news.to_string().contains("news"),
+        "the broadcast stands: {news}"
+    );
 }
 
 /// A TCP proxy to the test server that lets everything through until the client sends a
