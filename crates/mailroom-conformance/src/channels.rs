@@ -225,6 +225,18 @@ pub fn retract_unsends_for_those_who_have_not_seen_it(store: &dyn Store) {
     let with_retracted = store.entries(&all, true).expect("entries");
     assert_eq!(with_retracted.messages.len(), 1, "kept, never deleted");
     assert_eq!(with_retracted.messages[0].state, State::Retracted);
+    // The same entry appended again (a keyed retry of the post, an export run twice) is not
+    // published again: a retracted id stays retracted.
+    assert!(!store.append(&all, &b).expect("append again"));
+    assert!(
+        store
+            .entries(&all, false)
+            .expect("entries")
+            .messages
+            .is_empty(),
+        "a retracted broadcast does not come back"
+    );
+    assert_eq!(inbox_ids(&m, "carol@web"), vec![]);
 }
 
 pub fn retract_of_what_is_not_ones_own_standing_broadcast_is_refused(store: &dyn Store) {

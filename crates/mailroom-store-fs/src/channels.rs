@@ -24,6 +24,14 @@ fn entry_owner(channel: &ChannelRef) -> Address {
 
 pub(crate) fn append(fs: &FsStore, channel: &ChannelRef, message: &Message) -> Result<bool> {
     let dir = fs.create_channel(channel)?;
+    // An entry once posted keeps its id for good: retracted, it is not published again (a keyed
+    // retry of the post, or an export run again, would otherwise bring it back to everyone
+    // who has not seen it). A retract racing this check can still let one through.
+    if let Some(retracted) = dir.open(RETRACTED)?
+        && retracted.exists(&file_name(message.id))?
+    {
+        return Ok(false);
+    }
     let tmp = dir.open_or_create(TMP)?;
     let entries = dir.open_or_create(ENTRIES)?;
     let t = tmp.write_temp(message_to_text(message).as_bytes(), Durability::Durable)?;

@@ -485,6 +485,15 @@ impl Dir {
         }
     }
 
+    /// Removes a file that may be rebuilt at will (a cache, an index): absent, or a directory
+    /// of that name (reported by `doctor` as something mailroom does not know), is left alone.
+    pub fn remove_rebuildable(&self, name: &str) -> Result<(), FsError> {
+        match rfs::unlinkat(&self.fd, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT | Errno::ISDIR) => Ok(()),
+            Err(e) => Err(FsError::io("remove", self.child_path(name), io_err(e))),
+        }
+    }
+
     /// Removes an entry and says whether it was there: `Ok(false)` when absent (someone moved
     /// or removed it first).
     pub fn remove_present(&self, name: &str) -> Result<bool, FsError> {

@@ -300,9 +300,9 @@ impl Doctor {
         if self.fix {
             // The listing cache and the search indexes are rebuilt on the next read; dropping
             // them picks up files that were edited in place by hand.
-            bx.remove(crate::cache::CACHE_FILE)?;
-            bx.remove(crate::index::MAILBOX_INDEX)?;
-            bx.remove(crate::index::OUTBOX_INDEX)?;
+            bx.remove_rebuildable(crate::cache::CACHE_FILE)?;
+            bx.remove_rebuildable(crate::index::MAILBOX_INDEX)?;
+            bx.remove_rebuildable(crate::index::OUTBOX_INDEX)?;
         }
         for state in crate::compact::PENDING {
             self.oversized(bx, state)?;
@@ -436,7 +436,7 @@ impl Doctor {
             if self.fix {
                 // The search index is rebuilt by the next search; dropping it picks up
                 // entries edited in place by hand.
-                ch.remove(crate::index::CHANNEL_INDEX)?;
+                ch.remove_rebuildable(crate::index::CHANNEL_INDEX)?;
             }
             let mut ids = std::collections::HashSet::new();
             for sub in ["entries", "retracted"] {

@@ -319,11 +319,15 @@ fn a_body_faking_an_entry_header_is_not_a_second_entry_after_export_and_import()
 #[test]
 fn channel_export_then_import_keeps_every_body_byte_for_byte() {
     let home = Home::new();
+    // The last three differ only in white space: three entries, not one.
     let bodies = [
         "x\r\ny",
         "\r\nCRLF\r\n---\r\n**From:** x",
         "trailing   \n\n\n",
         "\n\nlead\n",
+        "spaces",
+        "  spaces  ",
+        "spaces\n",
     ];
     for body in bodies {
         home.as_("builder", ["channel", "post", "run-1", "-m", body])

@@ -303,3 +303,16 @@ fn a_message_named_in_lower_case_is_flagged_and_doctor_fix_names_it() {
     home.as_("b", ["done", &id]).ok();
     assert_eq!(home.count("b", "done"), 1);
 }
+
+/// A directory where a search index belongs is reported by `doctor`, and `doctor --fix`
+/// leaves it and goes on (it once stopped with a storage error).
+#[test]
+fn doctor_fix_goes_on_past_a_directory_named_like_an_index() {
+    let home = Home::new();
+    home.send("a", "b", "first");
+    std::fs::create_dir(mailbox(&home, "b").join("search.index")).unwrap();
+    let fix = home.as_("b", ["doctor", "--fix"]).run();
+    assert!(!fix.stderr.contains("Is a directory"), "{}", fix.stderr);
+    assert!(fix.stdout.contains("search.index"), "{}", fix.stdout);
+    assert!(mailbox(&home, "b").join("search.index").is_dir());
+}
