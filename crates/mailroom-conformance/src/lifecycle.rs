@@ -149,6 +149,22 @@ pub fn read_shows_a_broadcast_of_the_project_as_it_is(store: &dyn Store) {
     assert_eq!(read.stored.message.id, b.id);
     assert_eq!(read.stored.message.body, "the spec changed");
     assert!(!read.archived, "a broadcast has no state to move");
+    // Retracted, it stays readable for who had seen it and for its sender, and for no one else.
+    m.inbox(&addr("bob@web"), None).expect("bob sees it");
+    m.retract(
+        &addr("alice@web"),
+        &crate::kit::name("web"),
+        &b.id.to_string(),
+    )
+    .expect("retract");
+    let kept = m
+        .read(&addr("bob@web"), &b.id.to_string(), false)
+        .expect("who saw it keeps it");
+    assert_eq!(kept.stored.state, State::Retracted);
+    m.read(&addr("alice@web"), &b.id.to_string(), false)
+        .expect("its sender keeps it");
+    let unseen = err(m.read(&addr("dave@web"), &b.id.to_string(), false));
+    assert_eq!(unseen.kind(), ErrorKind::NotFound, "one who never saw it");
     let elsewhere = err(m.read(&addr("carol@api"), &b.id.to_string(), false));
     assert_eq!(
         elsewhere.kind(),

@@ -610,6 +610,43 @@ impl Mailroom<'_> {
     }
 
     /// An entry of any channel of `project` whose id starts with `prefix`.
+    /// The entry of `me`'s project that `prefix` names, as `me` may read it: live, or
+    /// retracted when `me` posted it or had seen it (who saw a retracted entry keeps it).
+    pub(crate) fn readable_entry(&self, me: &Address, prefix: &str) -> Result<Option<Stored>> {
+        let Some(project) = me.project() else {
+            return Ok(None);
+        };
+        if let Some(live) = self.find_in_channels(project, prefix)? {
+            return Ok(Some(live));
+        }
+        for name in self.store.channels(project)? {
+            let channel = ChannelRef {
+                project: project.clone(),
+                name,
+            };
+            let Some(s) = self
+                .store
+                .entries(&channel, true)?
+                .messages
+                .into_iter()
+                .find(|s| s.message.id.to_string().starts_with(prefix))
+            else {
+                continue;
+            };
+            let mine = s.message.from == *me;
+            if mine
+                || self
+                    .store
+                    .seen(&channel, &me.handle)?
+                    .contains(&s.message.id)
+            {
+                return Ok(Some(s));
+            }
+            return Ok(None);
+        }
+        Ok(None)
+    }
+
     pub(crate) fn find_in_channels(&self, project: &Name, prefix: &str) -> Result<Option<Stored>> {
         for name in self.store.channels(project)? {
             let channel = ChannelRef {

@@ -329,12 +329,7 @@ impl Mailroom<'_> {
                 // Not in the mailbox: a broadcast or channel entry of the project is shown as
                 // it is (each is shown once by the listings; it has no state to move), so the
                 // hook's "read all of it with `mailroom read ID`" works for one cut there.
-                let entry = match me.project() {
-                    Some(project) => {
-                        self.find_in_channels(project, &super::check_prefix(prefix)?)?
-                    }
-                    None => None,
-                };
+                let entry = self.readable_entry(me, &super::check_prefix(prefix)?)?;
                 return entry
                     .map(|stored| Read {
                         stored,
