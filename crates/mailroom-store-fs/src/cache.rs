@@ -10,11 +10,11 @@
 
 use std::collections::HashMap;
 
-use jiff::Timestamp;
 use mailroom_core::message::ChannelRef;
 use mailroom_core::{Address, Kind, Message, MessageId, Priority, Stored};
 
 use crate::TMP;
+use crate::bytes::Reader;
 use crate::dir::{Dir, Durability, Limit};
 
 /// The cache file's name inside a mailbox directory.
@@ -221,51 +221,6 @@ pub fn save(bx: &Dir, bytes: &[u8]) {
     }
 }
 
-/// A bounds-checked reader over the cache's length-prefixed fields. Written by hand: the
-/// format is private, read on every listing, and a general serialiser cost more than the
-/// rest of a listing of a thousand messages.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let s = self.buf.get(self.pos..end)?;
-        self.pos = end;
-        Some(s)
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn u128(&mut self) -> Option<u128> {
-        Some(u128::from_le_bytes(self.take(16)?.try_into().ok()?))
-    }
-
-    fn str(&mut self) -> Option<&'a str> {
-        let n = self.u32()? as usize;
-        std::str::from_utf8(self.take(n)?).ok()
-    }
-
-    fn opt_str(&mut self) -> Option<Option<&'a str>> {
-        match self.take(1)? {
-            [0] => Some(None),
-            _ => self.str().map(Some),
-        }
-    }
-
-    fn time(&mut self) -> Option<Timestamp> {
-        Timestamp::from_millisecond(self.u64()? as i64).ok()
-    }
-}
-
 fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
@@ -375,6 +330,7 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jiff::Timestamp;
     use mailroom_core::State;
 
     #[test]

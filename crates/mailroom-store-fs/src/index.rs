@@ -35,6 +35,7 @@ use mailroom_core::store::matches_query;
 use mailroom_core::{Address, Listing, MessageId, State};
 
 use crate::TMP;
+use crate::bytes::Reader;
 use crate::dir::{Dir, Durability};
 use crate::error::FsError;
 use crate::listing::{latest_mask, read_one};
@@ -481,49 +482,6 @@ fn recorded_files(file: &File, h: &Header, i: usize) -> Option<Vec<(String, u64)
         out.push((e.name, e.ino));
     }
     Some(out)
-}
-
-/// A bounds-checked reader of the header's fields.
-struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let end = self.pos.checked_add(n)?;
-        let s = self.buf.get(self.pos..end)?;
-        self.pos = end;
-        Some(s)
-    }
-
-    fn u8(&mut self) -> Option<u8> {
-        Some(self.take(1)?[0])
-    }
-
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
-    }
-
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-
-    fn i128(&mut self) -> Option<i128> {
-        Some(i128::from_le_bytes(self.take(16)?.try_into().ok()?))
-    }
-
-    fn varint(&mut self) -> Option<u32> {
-        let mut v: u32 = 0;
-        for shift in (0..35).step_by(7) {
-            let b = self.u8()?;
-            v |= u32::from(b & 0x7f).checked_shl(shift)?;
-            if b & 0x80 == 0 {
-                return Some(v);
-            }
-        }
-        None
-    }
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u32) {

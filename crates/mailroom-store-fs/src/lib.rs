@@ -10,6 +10,7 @@
 //! `Store` methods are written once each in the module of their concept (`mailbox`,
 //! `delivery`, `channels`, `directory`, `session`) and only dispatched from here.
 
+mod bytes;
 pub(crate) mod cache;
 mod channels;
 mod codec;
