@@ -515,7 +515,17 @@ pub(crate) fn search(fs: &FsStore, mailbox: &Address, query: &str) -> Result<Lis
     }
     let mut archived = archived.into_iter();
     out.messages.retain(|_| !archived.next().unwrap_or(false));
-    out.messages.extend(archive.listing.messages);
+    // A copy restored from the archive between the two reads is in both: the pending one,
+    // read last, is its state now.
+    let pending: std::collections::HashSet<MessageId> =
+        out.messages.iter().map(|s| s.message.id).collect();
+    out.messages.extend(
+        archive
+            .listing
+            .messages
+            .into_iter()
+            .filter(|s| !pending.contains(&s.message.id)),
+    );
     out.damaged.extend(archive.listing.damaged);
     Ok(out)
 }
