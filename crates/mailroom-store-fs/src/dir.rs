@@ -64,6 +64,12 @@ fn dir_flags() -> OFlags {
     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
 }
 
+/// A file opened for reading: never through a link, never blocking on a planted FIFO, never
+/// becoming the controlling terminal.
+fn read_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC
+}
+
 fn io_err(e: Errno) -> io::Error {
     io::Error::from(e)
 }
@@ -196,12 +202,7 @@ impl Dir {
         name: &str,
         limit: Limit,
     ) -> Result<Option<(Vec<u8>, u64)>, FsError> {
-        let fd = match rfs::openat(
-            &self.fd,
-            name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        let fd = match rfs::openat(&self.fd, name, read_flags(), Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
             Err(e) => {
@@ -259,12 +260,7 @@ impl Dir {
     /// Opens a regular file for reading at offsets (never through a link, never blocking on a
     /// FIFO); `Ok(None)` when it is absent or is not a regular file.
     pub fn open_regular(&self, name: &str) -> Result<Option<File>, FsError> {
-        let fd = match rfs::openat(
-            &self.fd,
-            name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        let fd = match rfs::openat(&self.fd, name, read_flags(), Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT | Errno::LOOP) => return Ok(None),
             Err(e) => return Err(FsError::io("open", self.child_path(name), io_err(e))),

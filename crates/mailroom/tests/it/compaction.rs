@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Barrier;
 
-use crate::support::{BIN, Home};
+use crate::support::{BIN, Home, Watchdog};
 
 /// A directory this large is compacted once empty (`compact::WORTH`).
 const WORTH: u64 = 64 * 1024;
@@ -126,16 +126,7 @@ fn a_watch_started_before_compaction_sees_mail_sent_after_it() {
         .spawn()
         .unwrap();
     // A watchdog, so a broken watch fails the test instead of hanging it.
-    let pid = child.id();
-    let (done, stop) = std::sync::mpsc::channel::<()>();
-    let guard = std::thread::spawn(move || {
-        if stop
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .is_err()
-        {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-        }
-    });
+    let watchdog = Watchdog::arm(&child);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut next_body = || {
         let line = lines.next().expect("a line").expect("readable");
@@ -152,8 +143,7 @@ fn a_watch_started_before_compaction_sees_mail_sent_after_it() {
     assert_eq!(next_body(), "after the compaction");
     child.kill().unwrap();
     child.wait().unwrap();
-    done.send(()).unwrap();
-    guard.join().unwrap();
+    watchdog.disarm();
 }
 
 /// Each round, senders publish into an emptied, oversized `unread/` at the moment a reader or

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use mailroom_store_pg::testing::TestDb;
 use serde_json::{Value, json};
 
-use crate::support::{BIN, Home};
+use crate::support::{BIN, Home, Watchdog};
 
 /// A temporary home whose commands all run against a fresh PostgreSQL mailroom.
 struct PgHome {
@@ -320,11 +320,7 @@ fn a_wait_in_one_process_is_woken_by_a_send_from_another() {
 
 /// Starts `mailroom ARGS` as a long-lived process of `home` against `url`, with a watchdog
 /// that kills it after a minute so a broken wake-up fails the test instead of hanging it.
-fn spawn_host(
-    home: &Home,
-    url: &str,
-    args: &[&str],
-) -> (std::process::Child, std::sync::mpsc::Sender<()>) {
+fn spawn_host(home: &Home, url: &str, args: &[&str]) -> (std::process::Child, Watchdog) {
     let child = Command::new(BIN)
         .args(args)
         .env("MAILROOM_URL", url)
@@ -335,17 +331,8 @@ fn spawn_host(
         .stderr(Stdio::piped())
         .spawn()
         .expect("the process starts");
-    let pid = child.id();
-    let (done, stop) = std::sync::mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        if stop
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .is_err()
-        {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-        }
-    });
-    (child, done)
+    let watchdog = Watchdog::arm(&child);
+    (child, watchdog)
 }
 
 #[test]
@@ -375,7 +362,7 @@ fn three_hosts_share_one_server_and_a_cut_connection_loses_and_doubles_nothing()
             .env("MAILROOM_URL", &hosts[0].1)
             .ok();
     }
-    let (mut watch, done) = spawn_host(
+    let (mut watch, watchdog) = spawn_host(
         &hosts[2].0,
         &hosts[2].1,
         &["--as", "carol@web", "--json", "watch"],
@@ -437,7 +424,7 @@ fn three_hosts_share_one_server_and_a_cut_connection_loses_and_doubles_nothing()
     }
     watch.kill().expect("kill the watch");
     watch.wait().expect("the watch ends");
-    let _ = done.send(());
+    watchdog.disarm();
 
     let mut want = expected.clone();
     want.push(broadcast.clone());

@@ -436,3 +436,32 @@ impl TestCommand {
         run
     }
 }
+
+/// Kills a long-lived child (`watch`, `wait`) after a minute unless disarmed first, so a
+/// wake-up that never comes fails the test instead of hanging it.
+pub struct Watchdog {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Watchdog {
+    pub fn arm(child: &std::process::Child) -> Watchdog {
+        let pid = child.id();
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            if stopped
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .is_err()
+            {
+                let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+            }
+        });
+        Watchdog { stop, thread }
+    }
+
+    /// Stops the watchdog; the child was not killed by it after this returns.
+    pub fn disarm(self) {
+        let _ = self.stop.send(());
+        self.thread.join().expect("the watchdog thread ends");
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::process::{Command, Stdio};
 
-use crate::support::{BIN, Home};
+use crate::support::{BIN, Home, Watchdog};
 
 fn waiter(home: &Home, args: &[&str]) -> std::process::Child {
     Command::new(BIN)
@@ -113,16 +113,7 @@ fn watch_follows_a_mailbox_line_by_line_and_marks_nothing_read() {
     let first = home.send("alice", "bob", "already here");
     let mut child = waiter(&home, &["--as", "HUMAN", "--json", "watch", "bob@default"]);
     // A watchdog, so a broken watch fails the test instead of hanging it.
-    let pid = child.id();
-    let (done, stop) = std::sync::mpsc::channel::<()>();
-    let guard = std::thread::spawn(move || {
-        if stop
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .is_err()
-        {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-        }
-    });
+    let watchdog = Watchdog::arm(&child);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut next_id = || {
         let line = lines.next().expect("a line").expect("readable");
@@ -137,8 +128,7 @@ fn watch_follows_a_mailbox_line_by_line_and_marks_nothing_read() {
     assert_eq!(next_id(), (second, "unread".to_owned()));
     child.kill().unwrap();
     child.wait().unwrap();
-    done.send(()).unwrap();
-    guard.join().unwrap();
+    watchdog.disarm();
     let inbox = home.as_("bob", ["--json", "inbox"]).json();
     assert_eq!(
         inbox["messages"][0]["state"], "unread",
@@ -153,16 +143,7 @@ fn watch_prints_a_broadcast_posted_while_it_runs() {
     let first = home.send("alice", "bob", "already here");
     let mut child = waiter(&home, &["--as", "bob", "--json", "watch"]);
     // A watchdog, so a watch that never wakes fails the test instead of hanging it.
-    let pid = child.id();
-    let (done, stop) = std::sync::mpsc::channel::<()>();
-    let guard = std::thread::spawn(move || {
-        if stop
-            .recv_timeout(std::time::Duration::from_secs(60))
-            .is_err()
-        {
-            let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
-        }
-    });
+    let watchdog = Watchdog::arm(&child);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut next_id = || {
         let line = lines.next().expect("a line").expect("readable");
@@ -185,8 +166,7 @@ fn watch_prints_a_broadcast_posted_while_it_runs() {
     assert_eq!(next_id(), more);
     child.kill().unwrap();
     child.wait().unwrap();
-    done.send(()).unwrap();
-    guard.join().unwrap();
+    watchdog.disarm();
 }
 
 #[test]
