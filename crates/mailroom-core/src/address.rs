@@ -101,12 +101,24 @@ impl Address {
     }
 }
 
+impl Address {
+    /// Writes `handle@project` (a global address: the bare handle), as `Display` does, without
+    /// the formatting machinery (an inbox writes one per message).
+    pub fn write_to<W: fmt::Write + ?Sized>(&self, out: &mut W) -> fmt::Result {
+        out.write_str(self.handle.as_ref())?;
+        match &self.scope {
+            Scope::Global => Ok(()),
+            Scope::Project(p) => {
+                out.write_str("@")?;
+                out.write_str(p.as_ref())
+            }
+        }
+    }
+}
+
 impl fmt::Display for Address {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.scope {
-            Scope::Global => write!(f, "{}", self.handle),
-            Scope::Project(p) => write!(f, "{}@{}", self.handle, p),
-        }
+        self.write_to(f)
     }
 }
 

@@ -47,6 +47,14 @@ impl MessageId {
         MessageId(ulid::Ulid::from_parts(ms, hash & ((1u128 << 80) - 1)))
     }
 
+    /// The length of an id's text.
+    pub const LEN: usize = ulid::ULID_LEN;
+
+    /// The id's text (as `Display` writes it) in `buf`, without allocating.
+    pub fn encode<'b>(&self, buf: &'b mut [u8; MessageId::LEN]) -> &'b str {
+        self.0.array_to_str(buf)
+    }
+
     /// Parses a full 26-character id (case-insensitive).
     pub fn parse(s: &str) -> Option<MessageId> {
         ulid::Ulid::from_string(s).ok().map(MessageId)
@@ -95,7 +103,7 @@ fn rand_bits() -> u128 {
 
 impl fmt::Display for MessageId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
+        f.write_str(self.encode(&mut [0; MessageId::LEN]))
     }
 }
 
@@ -136,6 +144,10 @@ impl Kind {
 impl FromStr for Kind {
     type Err = String;
     fn from_str(s: &str) -> Result<Kind, String> {
+        // The spelling every stored message uses, without the allocations below.
+        if let Some(k) = Kind::ALL.into_iter().find(|k| k.as_str() == s) {
+            return Ok(k);
+        }
         let up = s.trim().to_ascii_uppercase().replace('-', "_");
         Kind::ALL
             .into_iter()
@@ -177,6 +189,13 @@ impl Priority {
 impl FromStr for Priority {
     type Err = String;
     fn from_str(s: &str) -> Result<Priority, String> {
+        // The spellings every stored message uses, without the allocation below.
+        match s {
+            "H" => return Ok(Priority::High),
+            "M" => return Ok(Priority::Medium),
+            "L" => return Ok(Priority::Low),
+            _ => {}
+        }
         match s.trim().to_ascii_uppercase().as_str() {
             "H" | "HIGH" => Ok(Priority::High),
             "M" | "MEDIUM" => Ok(Priority::Medium),
@@ -260,7 +279,9 @@ impl ChannelRef {
 
 impl fmt::Display for ChannelRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}", self.name, self.project)
+        f.write_str(self.name.as_ref())?;
+        f.write_str("@")?;
+        f.write_str(self.project.as_ref())
     }
 }
 

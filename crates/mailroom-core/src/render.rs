@@ -430,23 +430,22 @@ impl<'w> Budget<'w> {
 /// The framing line, metadata line and warnings of one message.
 fn write_head<W: Write + ?Sized>(out: &mut W, stored: &Stored) -> std::fmt::Result {
     let m = &stored.message;
-    write!(
-        out,
-        "--- message {} from {} [{}/{}] ",
-        m.id, m.from, m.kind, m.priority
-    )?;
+    // Piece by piece rather than through `write!`: an inbox writes this head for every pending
+    // message, and the formatting machinery was most of its cost.
+    out.write_str("--- message ")?;
+    out.write_str(m.id.encode(&mut [0; MessageId::LEN]))?;
+    out.write_str(" from ")?;
+    m.from.write_to(out)?;
+    out.write_str(" [")?;
+    out.write_str(m.kind.as_str())?;
+    out.write_str("/")?;
+    out.write_str(m.priority.as_str())?;
+    out.write_str("] ")?;
     write_field(out, &m.subject, MAX_FIELD_CHARS)?;
-    let d = jiff::tz::Offset::UTC.to_datetime(m.date);
-    write!(
-        out,
-        "\n    {:04}-{:02}-{:02} {:02}:{:02} UTC · {}",
-        d.year(),
-        d.month(),
-        d.day(),
-        d.hour(),
-        d.minute(),
-        stored.state
-    )?;
+    out.write_str("\n    ")?;
+    write_minute(out, m.date)?;
+    out.write_str(" UTC · ")?;
+    out.write_str(stored.state.as_str())?;
     if let Some(c) = &m.channel {
         if c.is_broadcast() {
             write!(out, " · broadcast to {c}")?;
@@ -481,6 +480,52 @@ fn write_head<W: Write + ?Sized>(out: &mut W, stored: &Stored) -> std::fmt::Resu
     Ok(())
 }
 
+/// `YYYY-MM-DD HH:MM` of `at` in UTC, as `{:04}-{:02}-{:02} {:02}:{:02}` would write it.
+fn write_minute<W: Write + ?Sized>(out: &mut W, at: jiff::Timestamp) -> std::fmt::Result {
+    let d = jiff::tz::Offset::UTC.to_datetime(at);
+    let Ok(year) = u16::try_from(d.year()) else {
+        // Before year 0: never a message's date, but still written as the format would.
+        return write!(
+            out,
+            "{:04}-{:02}-{:02} {:02}:{:02}",
+            d.year(),
+            d.month(),
+            d.day(),
+            d.hour(),
+            d.minute()
+        );
+    };
+    let digit = |n: u16| b'0' + (n % 10) as u8;
+    let two = |n: i8| {
+        let n = n.unsigned_abs();
+        [b'0' + n / 10 % 10, b'0' + n % 10]
+    };
+    let [mo1, mo2] = two(d.month());
+    let [d1, d2] = two(d.day());
+    let [h1, h2] = two(d.hour());
+    let [mi1, mi2] = two(d.minute());
+    let text = [
+        digit(year / 1000),
+        digit(year / 100),
+        digit(year / 10),
+        digit(year),
+        b'-',
+        mo1,
+        mo2,
+        b'-',
+        d1,
+        d2,
+        b' ',
+        h1,
+        h2,
+        b':',
+        mi1,
+        mi2,
+    ];
+    // Every byte above is an ASCII digit or separator; jiff's years stop at 9999.
+    out.write_str(std::str::from_utf8(&text).map_err(|_| std::fmt::Error)?)
+}
+
 /// The reply/done hint line of a pending message, if `hints` asks for one.
 fn write_hints<W: Write + ?Sized>(
     out: &mut W,
@@ -498,12 +543,13 @@ fn write_hints<W: Write + ?Sized>(
     } else if hints && stored.state.is_pending() && m.kind == crate::message::Kind::Handover {
         writeln!(out, "-> done: {}", words.done(&m.id.to_string()))?;
     } else if hints && stored.state.is_pending() {
-        let id = m.id.to_string();
+        let mut buf = [0; MessageId::LEN];
+        let id = m.id.encode(&mut buf);
         let mut out = Dyn(out);
         out.write_str("-> reply: ")?;
-        words.write_reply(&mut out, &id)?;
+        words.write_reply(&mut out, id)?;
         out.write_str(" | done: ")?;
-        words.write_done(&mut out, &id)?;
+        words.write_done(&mut out, id)?;
         out.write_char('\n')?;
     }
     Ok(())
@@ -527,7 +573,15 @@ pub fn quote<W: Write + ?Sized>(out: &mut W, body: &str) -> std::fmt::Result {
     }
     // A trailing newline ends the last line; it does not start another.
     let body = body.strip_suffix('\n').unwrap_or(body);
-    for line in body.split('\n') {
+    // Split at the byte by hand: `split('\n')`'s searcher cost more than the rest of a short
+    // body. A newline byte is always a whole character, so the slices are at boundaries.
+    let mut rest = Some(body);
+    while let Some(text) = rest {
+        let (line, after) = match text.bytes().position(|b| b == b'\n') {
+            Some(at) => (&text[..at], Some(&text[at + 1..])),
+            None => (text, None),
+        };
+        rest = after;
         // A CR ending the line is its line ending.
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line.is_empty() {

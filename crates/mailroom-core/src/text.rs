@@ -141,6 +141,16 @@ fn write_escape<W: Write + ?Sized>(out: &mut W, c: char) -> std::fmt::Result {
 /// line breaks, controls and whitespace is one space, the ends trimmed), invisible characters
 /// escaped (`\u{202e}`), cut at `max` characters with an ellipsis.
 pub fn write_field<W: Write + ?Sized>(out: &mut W, s: &str, max: usize) -> std::fmt::Result {
+    // Printable ASCII with single inner spaces (most subjects and names) is shown as it is.
+    let b = s.as_bytes();
+    if b.len() <= max
+        && b.iter().all(|c| (b' '..=b'~').contains(c))
+        && b.first() != Some(&b' ')
+        && b.last() != Some(&b' ')
+        && !s.contains("  ")
+    {
+        return out.write_str(s);
+    }
     if s.len() <= max && is_clean_line(s) && !s.chars().any(is_invisible) {
         return out.write_str(s);
     }

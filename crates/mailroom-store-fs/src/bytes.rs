@@ -50,6 +50,12 @@ impl<'a> Reader<'a> {
         None
     }
 
+    /// The bytes of a string field, unchecked: for a field only compared or skipped.
+    pub(crate) fn str_bytes(&mut self) -> Option<&'a [u8]> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+
     pub(crate) fn str(&mut self) -> Option<&'a str> {
         let n = self.u32()? as usize;
         std::str::from_utf8(self.take(n)?).ok()

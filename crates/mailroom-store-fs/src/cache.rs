@@ -80,7 +80,7 @@ impl Cache {
     /// The record cached for this file, if it is the file that was cached (same name, same
     /// inode).
     pub fn find(&mut self, name: &str, ino: u64) -> Option<u32> {
-        let is = |r: &Record| r.ino == ino && record_name(&self.bytes, r) == Some(name);
+        let is = |r: &Record| r.ino == ino && record_name(&self.bytes, r) == Some(name.as_bytes());
         if let Some(r) = self.records.get(self.next)
             && is(r)
         {
@@ -111,13 +111,13 @@ impl Cache {
     }
 }
 
-/// The file name of record `r`.
-fn record_name<'a>(bytes: &'a [u8], r: &Record) -> Option<&'a str> {
+/// The file name of record `r`, as bytes (it is only compared with a listed name).
+fn record_name<'a>(bytes: &'a [u8], r: &Record) -> Option<&'a [u8]> {
     Reader {
         buf: bytes.get(..r.end)?,
         pos: r.at,
     }
-    .str()
+    .str_bytes()
 }
 
 /// The records of a cache file, each checked to lie within it.
@@ -137,7 +137,7 @@ fn index(bytes: &[u8]) -> Option<Vec<Record>> {
             buf: bytes.get(..end)?,
             pos: at,
         };
-        rec.str()?;
+        rec.str_bytes()?;
         let ino = rec.u64()?;
         let id = MessageId::from_bits(rec.u128()?);
         let kind = rec.str()?.parse::<Kind>().ok()?;
@@ -161,11 +161,12 @@ pub fn decode(bytes: &[u8], r: &Record) -> Option<Cached> {
         buf: bytes.get(..r.end)?,
         pos: r.at,
     };
-    rd.str()?;
+    // Name, inode, id, kind and priority: read by `index` already.
+    rd.str_bytes()?;
     rd.u64()?;
     rd.u128()?;
-    rd.str()?;
-    rd.str()?;
+    rd.str_bytes()?;
+    rd.str_bytes()?;
     let message = Message {
         id: r.id,
         from: Address::parse_canonical(rd.str()?).ok()?,

@@ -6,7 +6,7 @@ use crate::error::{Error, Fix, Result};
 use crate::message::{Damaged, Kind, Listing, MessageId, State, Stored};
 use crate::ops::Mailroom;
 use crate::ops::send::{Draft, Sent};
-use crate::store::{PendingEntry, PendingSet};
+use crate::store::PendingSet;
 use crate::text::reply_subject;
 
 /// What `inbox` shows.
@@ -129,9 +129,15 @@ impl Mailroom<'_> {
         let pending = self.store.pending_set(me)?;
         let mut damaged = pending.damaged().to_vec();
         let entries = pending.entries();
-        let mut order: Vec<usize> = (0..entries.len()).collect();
-        let key = |e: &PendingEntry| (e.kind != Kind::HoldRequest, e.priority, e.id);
-        order.sort_by_key(|&i| key(&entries[i]));
+        // Each key built once, and no two alike (the ids differ), so an unstable sort orders
+        // them as a stable one would.
+        let mut keyed: Vec<_> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.kind != Kind::HoldRequest, e.priority, e.id.to_bits(), i))
+            .collect();
+        keyed.sort_unstable();
+        let mut order: Vec<usize> = keyed.into_iter().map(|k| k.3).collect();
         let mut broadcasts = match self.broadcast_channel(me)? {
             Some(all) => {
                 let unseen = self.store.unseen(&all, &me.handle)?;
