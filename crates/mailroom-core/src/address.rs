@@ -43,8 +43,9 @@ pub enum AddressError {
 impl AddressSpec {
     /// Parses `handle` or `handle@project`.
     pub fn parse(s: &str) -> Result<AddressSpec, AddressError> {
-        let (handle, project) = match s.split_once('@') {
-            Some((h, p)) => (h, Some(p)),
+        // At the byte (an '@' is one): cheaper than a char searcher for every address listed.
+        let (handle, project) = match s.bytes().position(|b| b == b'@') {
+            Some(at) => (&s[..at], Some(&s[at + 1..])),
             None => (s, None),
         };
         let handle = Name::parse(handle).map_err(AddressError::Handle)?;

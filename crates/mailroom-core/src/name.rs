@@ -69,10 +69,14 @@ impl Name {
     /// Checks `s` against the naming rule.
     pub fn parse(s: &str) -> Result<Name, NameError> {
         let first = s.chars().next().ok_or(NameError::Empty)?;
-        if let Some(bad) = s
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+        // Byte by byte: every allowed character is ASCII, and a name is parsed for every
+        // address of every message listed. A byte that is not allowed starts the character
+        // described (ASCII, or the lead byte of a longer one).
+        if let Some(at) = s
+            .bytes()
+            .position(|b| !(b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')))
         {
+            let bad = s[at..].chars().next().unwrap_or_default();
             return Err(NameError::BadChar(describe_char(bad)));
         }
         if first == '_' {

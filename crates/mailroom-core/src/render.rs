@@ -850,5 +850,50 @@ mod tests {
             prop_assert!(lines[lines.len() - 1].starts_with("-> reply: mailroom reply "));
             prop_assert_eq!(raw_controls(&out), Vec::<char>::new());
         }
+
+        /// The date written by hand is the one the formatting machinery writes, at any
+        /// millisecond jiff can hold.
+        #[test]
+        fn a_minute_is_written_as_format_writes_it(ms in -377_705_116_800_000i64..=253_402_207_199_999) {
+            let at = jiff::Timestamp::from_millisecond(ms).unwrap();
+            let d = jiff::tz::Offset::UTC.to_datetime(at);
+            let mut out = String::new();
+            write_minute(&mut out, at).unwrap();
+            prop_assert_eq!(
+                out,
+                format!("{:04}-{:02}-{:02} {:02}:{:02}", d.year(), d.month(), d.day(), d.hour(), d.minute())
+            );
+        }
+
+        /// Splitting a body at the byte quotes it line for line as splitting at the character.
+        #[test]
+        fn a_body_is_quoted_as_split_at_each_newline(
+            pieces in proptest::collection::vec(
+                prop_oneof![
+                    proptest::sample::select(vec!["\n", "\r", "\r\n", "é", "\u{2028}", " "])
+                        .prop_map(str::to_owned),
+                    "(?s).{0,8}",
+                ],
+                0..16,
+            ),
+        ) {
+            let body: String = pieces.concat();
+            let mut out = String::new();
+            quote(&mut out, &body).unwrap();
+            let mut expected = String::new();
+            if !body.is_empty() {
+                for line in body.strip_suffix('\n').unwrap_or(&body).split('\n') {
+                    let line = line.strip_suffix('\r').unwrap_or(line);
+                    if line.is_empty() {
+                        expected.push_str(">\n");
+                    } else {
+                        expected.push_str("> ");
+                        write_body_line(&mut expected, line).unwrap();
+                        expected.push('\n');
+                    }
+                }
+            }
+            prop_assert_eq!(out, expected);
+        }
     }
 }

@@ -151,6 +151,11 @@ pub fn write_field<W: Write + ?Sized>(out: &mut W, s: &str, max: usize) -> std::
     {
         return out.write_str(s);
     }
+    write_field_general(out, s, max)
+}
+
+/// [`write_field`] for any text.
+fn write_field_general<W: Write + ?Sized>(out: &mut W, s: &str, max: usize) -> std::fmt::Result {
     if s.len() <= max && is_clean_line(s) && !s.chars().any(is_invisible) {
         return out.write_str(s);
     }
@@ -320,5 +325,20 @@ mod tests {
         assert_eq!(reply_subject("Build broke"), "Re: Build broke");
         assert_eq!(reply_subject("Re: Build broke"), "Re: Build broke");
         assert_eq!(reply_subject("RE: x"), "RE: x");
+    }
+
+    proptest::proptest! {
+        /// The ASCII fast path of a field writes what the general path writes.
+        #[test]
+        fn the_ascii_fast_path_of_a_field_shows_what_the_general_path_shows(
+            s in "[ -~\t]{0,12}|[ a-z]{0,90}",
+            max in 0usize..100,
+        ) {
+            let mut fast = String::new();
+            write_field(&mut fast, &s, max).unwrap();
+            let mut general = String::new();
+            write_field_general(&mut general, &s, max).unwrap();
+            proptest::prop_assert_eq!(fast, general);
+        }
     }
 }

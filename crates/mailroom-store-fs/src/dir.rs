@@ -389,10 +389,17 @@ impl Dir {
         let mut names = Vec::new();
         for entry in dir {
             let entry = entry.map_err(|e| FsError::io("list", &self.path, io_err(e)))?;
-            let name = entry.file_name().to_string_lossy();
-            if name != "." && name != ".." {
-                names.push((name.into_owned(), entry.ino()));
+            let bytes = entry.file_name().to_bytes();
+            if bytes == b"." || bytes == b".." {
+                continue;
             }
+            // Checked as UTF-8 first: the lossy conversion's own walk costs more, and every
+            // name a listing keeps is valid.
+            let name = match std::str::from_utf8(bytes) {
+                Ok(name) => name.to_owned(),
+                Err(_) => String::from_utf8_lossy(bytes).into_owned(),
+            };
+            names.push((name, entry.ino()));
         }
         Ok(names)
     }
