@@ -165,10 +165,8 @@ pub fn run(
     ready: impl FnOnce(&str, SocketAddr),
 ) -> Result<(), ServeError> {
     let io = |e| ServeError::Io(listen, e);
-    // One thread for the HTTP side is plenty for one operator: every store call already runs on a
-    // blocking thread. (The multi-thread scheduler would also link `libm` into the binary, which
-    // every hook and send would then pay to load.)
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
         .enable_all()
         .build()
         .map_err(io)?;

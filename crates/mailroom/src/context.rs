@@ -48,7 +48,7 @@ pub fn open_pg(url: &str, quick: bool) -> Result<PgStore, Error> {
     let passwords = mailroom_store_pg::PasswordSources::from_process();
     let (config, warning) = mailroom_store_pg::parse_url_for(url, timeout, &passwords)?;
     if let Some(w) = warning {
-        eprintln!("mailroom: warning: {w}");
+        crate::errln!("mailroom: warning: {w}");
     }
     PgStore::open_config(config)
 }
@@ -257,7 +257,7 @@ impl Ctx {
             return Ok(());
         };
         if let OriginClaim::Other(first) = self.store.as_dyn().claim_origin(address, path)? {
-            eprintln!(
+            crate::errln!(
                 "warning: {address} is also used by the checkout {first}; checkouts with the same name share one mailbox (give this one its own handle in .mailroom.toml)"
             );
         }

@@ -4,9 +4,10 @@
 //! process, and that set-up (reading `/proc/self/maps` to place a stack guard, an alternate
 //! signal stack, signal handlers) is about 110,000 instructions and 20 system calls, a third of
 //! an empty Rust program's start. [`main`] does the two parts of it that change behaviour
-//! itself: a closed pipe is an error to handle rather than a signal, and fds 0-2 are open. The
-//! one thing lost is the "has overflowed its stack" message: a stack overflow is a plain
-//! `SIGSEGV` (the guard page is still there).
+//! itself: a closed pipe is an error to handle rather than a signal, and fds 0-2 are open; and
+//! a panic still exits with 101. What is lost: the "has overflowed its stack" message (a stack
+//! overflow is a plain `SIGSEGV`; the guard page is still there), and a panic message names the
+//! thread `<unnamed>` instead of `main`.
 
 // The test harness brings its own `main` to the unit tests.
 #![cfg_attr(not(test), no_main)]
@@ -50,9 +51,11 @@ extern "C" fn main(
     _argv: *const *const std::ffi::c_char,
 ) -> std::ffi::c_int {
     start();
-    let code = run();
+    // A panic (a defect: input never causes one on purpose) ends the process with 101, as it
+    // does from a std `main`; it must not unwind into the C caller, which would abort.
+    let code = std::panic::catch_unwind(run).map_or(101, i32::from);
     // std's own exit: flushes stdout's buffer first, as returning from a std `main` does.
-    std::process::exit(i32::from(code))
+    std::process::exit(code)
 }
 
 /// What std's start-up does that mailroom relies on: `SIGPIPE` ignored, so a reader that went
@@ -146,7 +149,7 @@ fn report(failure: commands::Failure, json: bool) -> u8 {
         }
     }
     let message = mailroom_core::text::escape_controls(&message);
-    eprintln!("error: {message}");
+    crate::errln!("error: {message}");
     if json {
         let error = serde_json::json!({"code": code, "kind": kind, "message": message});
         let document = match failure.report {

@@ -30,7 +30,7 @@ pub fn write_out(args: std::fmt::Arguments<'_>) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
-        eprintln!("error: cannot write to stdout: {e}");
+        crate::errln!("error: cannot write to stdout: {e}");
         std::process::exit(1);
     }
 }
@@ -61,9 +61,19 @@ pub fn render(write: impl FnOnce(&mut dyn std::fmt::Write) -> std::fmt::Result) 
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
-        eprintln!("error: cannot write to stdout: {e}");
+        crate::errln!("error: cannot write to stdout: {e}");
         std::process::exit(1);
     }
+}
+
+/// `crate::errln!` that survives a closed or full stderr: a message nobody can read is dropped,
+/// where `crate::errln!` would panic (a hook must never fail its session for a warning).
+#[macro_export]
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
 }
 
 /// `print!` that survives a closed pipe.
@@ -172,6 +182,6 @@ pub fn table(rows: &[Vec<String>]) -> String {
 /// Prints notices for the sender on stderr (stdout stays clean for scripts).
 pub fn notices(notices: &[String]) {
     for n in notices {
-        eprintln!("note: {n}");
+        crate::errln!("note: {n}");
     }
 }

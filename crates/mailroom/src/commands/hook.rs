@@ -29,7 +29,7 @@ pub fn run(cli: &Cli, env: &Env) {
             // The cause may quote a hand-written file: one line, nothing raw.
             let mut cause = String::new();
             let _ = mailroom_core::text::write_field(&mut cause, &chain(&e), 2_000);
-            eprintln!("mailroom hook: warning: {cause}; the session goes on without mail")
+            crate::errln!("mailroom hook: warning: {cause}; the session goes on without mail")
         }
     }
 }
@@ -61,7 +61,7 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
         return Ok(None);
     };
     if !rest.is_empty() {
-        eprintln!("mailroom hook: warning: ignoring unexpected arguments {rest:?}");
+        crate::errln!("mailroom hook: warning: ignoring unexpected arguments {rest:?}");
     }
     let Some(harness) = Harness::parse(harness) else {
         bail!("unknown harness '{harness}'; use claude, codex, gemini, cursor or opencode");
@@ -101,7 +101,7 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
             .and_then(|c| std::fs::canonicalize(c).ok())
             .and_then(|c| checkout(&c));
         match started_in {
-            Some(top) if checkout(&dir).as_deref() != Some(top.as_path()) => eprintln!(
+            Some(top) if checkout(&dir).as_deref() != Some(top.as_path()) => crate::errln!(
                 "mailroom hook: warning: the input names {}, outside the repository the hook runs in ({}); using the latter",
                 dir.display(),
                 top.display()

@@ -24,12 +24,17 @@ pub fn serve(ctx: &mut Ctx, listen: SocketAddr, open: bool, expose: bool) -> Res
     };
     let home = ctx.store.describe();
     let result = mailroom_console::run(Mailroom::shared(store), listen, |url, bound| {
-        println!("{url}");
-        eprintln!(
+        {
+            // The address is for whoever reads stdout; when nobody does, the console still serves.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stdout(), "{url}");
+            let _ = std::io::stdout().flush();
+        }
+        crate::errln!(
             "mailroom console for {home}, acting as HUMAN: open the address above; Ctrl-C stops it"
         );
         if !listen.ip().is_loopback() {
-            eprintln!(
+            crate::errln!(
                 "warning: listening on {bound}, beyond this machine: whoever reaches it with this address (its token) can read all mail of every project and send as HUMAN, and plain HTTP carries the token unencrypted"
             );
         }
@@ -55,7 +60,7 @@ fn open_browser(url: &str) {
         .stderr(std::process::Stdio::null())
         .spawn();
     if let Err(e) = spawned {
-        eprintln!(
+        crate::errln!(
             "warning: could not open a browser with {opener} ({e}): open the address above yourself"
         );
     }

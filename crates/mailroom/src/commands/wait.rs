@@ -21,7 +21,9 @@ pub fn wait(
     let me = ctx.me()?;
     let what = WaitFor { from, reply_to };
     // Nothing sets the token: Ctrl-C ends the process.
-    let deadline = timeout.map(|t| Instant::now() + t);
+    // A timeout too far off for the clock to hold is no timeout (`parse_duration` caps it at
+    // a century, far below that bound on any system).
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     let found = match ctx.mailroom().wait(&me, &what, deadline, &Cancel::new())? {
         Waited::Arrived(found) => found,
         Waited::TimedOut => {
@@ -90,22 +92,31 @@ pub fn watch(ctx: &mut Ctx, target: Option<&str>) -> Result<()> {
 }
 
 /// `30s`, `5m`, `1h30m`, `500ms`, or a bare number of seconds.
+/// The longest timeout taken: a century, far inside what the clock can add.
+const MAX_TIMEOUT: Duration = Duration::from_secs(100 * 366 * 24 * 3600);
+
 fn parse_duration(s: &str) -> Result<Duration> {
     let t = s.trim();
     let parsed = match t.parse::<f64>() {
-        Ok(secs) if secs.is_finite() && secs >= 0.0 => Some(Duration::from_secs_f64(secs)),
+        Ok(secs) if secs >= 0.0 => Duration::try_from_secs_f64(secs).ok(),
         Ok(_) => None,
         Err(_) => t
             .parse::<jiff::SignedDuration>()
             .ok()
             .and_then(|d| Duration::try_from(d).ok()),
     };
-    parsed.ok_or_else(|| {
+    let parsed = parsed.ok_or_else(|| {
         Error::Invalid(format!(
             "'{s}' is not a duration; write 30s, 5m, 1h or a number of seconds"
         ))
-        .into()
-    })
+    })?;
+    if parsed > MAX_TIMEOUT {
+        return Err(Error::Invalid(format!(
+            "'{s}' is longer than a timeout can be (a century); leave --timeout out to wait without one"
+        ))
+        .into());
+    }
+    Ok(parsed)
 }
 
 #[cfg(test)]
@@ -129,7 +140,17 @@ mod tests {
                 "{s}"
             );
         }
-        for bad in ["soon", "-1", "", "5 parsecs"] {
+        for bad in [
+            "soon",
+            "-1",
+            "",
+            "5 parsecs",
+            "inf",
+            "NaN",
+            "1e19",
+            "1e20",
+            "9999999h",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

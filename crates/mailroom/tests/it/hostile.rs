@@ -76,6 +76,53 @@ fn output_into_a_closed_pipe_ends_quietly_instead_of_panicking() {
     assert_eq!((out.status.code(), stderr.as_ref()), (Some(0), ""));
 }
 
+#[test]
+fn an_error_or_a_hook_warning_into_a_full_stderr_keeps_its_exit_code() {
+    // Writing the error line to a full or closed stderr once panicked (exit 101; an abort once
+    // the binary had its own entry point), and a hook's warning failed the session it serves.
+    let home = crate::support::Home::new();
+    home.send("alice", "bob", "hello");
+    let run = |args: &[&str], stdin: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_mailroom"))
+            .args(args)
+            .env("MAILROOM_HOME", home.path())
+            .env_remove("MAILROOM_AS")
+            .current_dir(home.path().parent().unwrap())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            )
+            .spawn()
+            .unwrap();
+        use std::io::Write as _;
+        let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+        child.wait().unwrap().code()
+    };
+    assert_eq!(
+        run(&["--as", "bob", "read", "ZZZ"], ""),
+        Some(3),
+        "not found"
+    );
+    assert_eq!(run(&["--as", "bob", "--json", "read", "ZZZ"], ""), Some(3));
+    assert_eq!(
+        run(
+            &["--as", "bob", "hook", "claude", "SessionStart"],
+            "garbage"
+        ),
+        Some(0),
+        "a hook's warning nobody can read does not fail the session"
+    );
+    assert_eq!(
+        run(&["--as", "bob", "wait", "--timeout", "1e20"], ""),
+        Some(2),
+        "a timeout beyond the clock is bad input"
+    );
+}
+
 /// Runs `script` as root of a private user and mount namespace, with `$1` an empty directory
 /// (mount point), `$2` the mailroom binary and `$3` a file for stderr; returns stdout and the
 /// stderr file's content.

@@ -47,7 +47,7 @@ impl Progress {
         if self.on && (self.done.is_multiple_of(25) || self.done == self.total) {
             eprint!("\rimporting: {} of {} files", self.done, self.total);
             if self.done == self.total {
-                eprintln!();
+                crate::errln!();
             }
         }
     }
