@@ -71,9 +71,10 @@ pub struct FsStore {
     last_delivery: std::sync::Mutex<Option<(String, Dir)>>,
     /// Scope and mailbox directories kept open between operations (see `held`).
     held: held::Held,
-    /// Project files and roster entries kept decoded while unchanged (see `unchanged`).
-    projects: unchanged::Unchanged<mailroom_core::Project>,
-    members: unchanged::Unchanged<mailroom_core::Member>,
+    /// Project files and roster entries kept decoded while unchanged (see `unchanged`); boxed,
+    /// so a store stays small to move.
+    projects: Box<unchanged::Unchanged<mailroom_core::Project>>,
+    members: Box<unchanged::Unchanged<mailroom_core::Member>>,
 }
 
 pub(crate) const PROJECTS: &str = "projects";
@@ -185,8 +186,8 @@ impl FsStore {
             home: home.into(),
             last_delivery: std::sync::Mutex::new(None),
             held: held::Held::default(),
-            projects: unchanged::Unchanged::default(),
-            members: unchanged::Unchanged::default(),
+            projects: Box::default(),
+            members: Box::default(),
         }
     }
 

@@ -34,20 +34,21 @@ struct Fingerprint {
     dev: u64,
     ino: u64,
     size: i64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
+    mtime: (i64, u64),
+    ctime: (i64, u64),
 }
 
 impl Fingerprint {
     fn of(st: &rfs::Stat) -> Option<Fingerprint> {
-        (rfs::FileType::from_raw_mode(st.st_mode) == rfs::FileType::RegularFile).then(|| {
-            Fingerprint {
-                dev: st.st_dev,
-                ino: st.st_ino,
-                size: st.st_size,
-                mtime: (st.st_mtime, st.st_mtime_nsec as i64),
-                ctime: (st.st_ctime, st.st_ctime_nsec as i64),
-            }
+        if rfs::FileType::from_raw_mode(st.st_mode) != rfs::FileType::RegularFile {
+            return None;
+        }
+        Some(Fingerprint {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            size: st.st_size,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
         })
     }
 
@@ -56,9 +57,8 @@ impl Fingerprint {
         let Ok(now) = now.duration_since(UNIX_EPOCH) else {
             return false;
         };
-        let changed = u64::try_from(self.ctime.0).map(|s| {
-            Duration::from_secs(s) + Duration::from_nanos(u64::try_from(self.ctime.1).unwrap_or(0))
-        });
+        let changed = u64::try_from(self.ctime.0)
+            .map(|s| Duration::from_secs(s) + Duration::from_nanos(self.ctime.1));
         changed.is_ok_and(|changed| changed + settled <= now)
     }
 }
