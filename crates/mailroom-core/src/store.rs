@@ -324,6 +324,13 @@ pub trait Mailboxes {
     /// leaves as debris for `doctor --fix` and no reader ever lists.
     fn deliver_all(&self, recipients: &[Address], message: &Message) -> Result<Delivery>;
 
+    /// [`Store::deliver_all`] for a message whose id this process has just generated for a
+    /// send without an idempotency key (never an imported, derived or retried id): no mailbox
+    /// can hold a copy of it yet, so a store may skip looking for one. Same contract otherwise.
+    fn deliver_fresh(&self, recipients: &[Address], message: &Message) -> Result<Delivery> {
+        self.deliver_all(recipients, message)
+    }
+
     /// Leaves the sender's outbox trace of `message` (best effort: may be lost in a crash).
     fn record_sent(&self, message: &Message) -> Result<()>;
 

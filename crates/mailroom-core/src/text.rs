@@ -114,9 +114,10 @@ pub fn is_escaped_in_body(c: char) -> bool {
 /// written as a JSON `\uXXXX` escape: the same JSON value, but no string in it can end a line,
 /// move a cursor or reorder text for a model or a terminal that reads the text as it is (serde
 /// escapes only the C0 controls, leaving NEL, U+2028, U+2029 and bidi controls raw).
-pub fn visible_json(json: &str) -> String {
-    if !json.chars().any(is_escaped_in_body) {
-        return json.to_owned();
+pub fn visible_json(json: String) -> String {
+    // Printable ASCII (most results) holds nothing to escape: no look at each character.
+    if json.bytes().all(|b| (0x20..0x7f).contains(&b)) || !json.chars().any(is_escaped_in_body) {
+        return json;
     }
     let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
@@ -297,7 +298,7 @@ mod tests {
             serde_json::json!({"s": "a\u{2028}b\u{85}c\u{202e}d\u{e0041}e\u{1b}f\u{200d}g\n"});
         let raw = value.to_string();
         assert!(raw.contains('\u{2028}') && raw.contains('\u{85}'));
-        let shown = visible_json(&raw);
+        let shown = visible_json(raw.clone());
         assert!(!shown.chars().any(is_escaped_in_body), "{shown}");
         assert!(
             shown.contains("\\u2028") && shown.contains("\\udb40\\udc41"),
@@ -307,7 +308,12 @@ mod tests {
             serde_json::from_str::<serde_json::Value>(&shown).unwrap(),
             value
         );
-        assert_eq!(visible_json("{\"a\":1}"), "{\"a\":1}");
+        assert_eq!(visible_json("{\"a\":1}".to_owned()), "{\"a\":1}");
+        // DEL is ASCII but a control: serde leaves it raw, the text does not.
+        assert_eq!(
+            visible_json("{\"a\":\"\u{7f}\"}".to_owned()),
+            "{\"a\":\"\\u007f\"}"
+        );
     }
 
     #[test]

@@ -128,16 +128,19 @@ pub fn sent_json(store: &dyn Store, sent: &Sent, closed: Option<bool>) -> Result
         _ => None,
     };
     let mut v = json!({
-        "message": message_json(&sent.message, common),
-        "recipients": states
-            .iter()
-            .map(|(to, s)| json!({"address": to.to_string(), "state": s.map(State::as_str)}))
-            .collect::<Vec<_>>(),
         "id": sent.message.id.to_string(),
         "timestamp": timestamp(&sent.message).to_string(),
         "duplicate": sent.duplicate,
         "notices": sent.notices,
     });
+    // Values set by index, not inside `json!`, which would copy each through `to_value`.
+    v["message"] = message_json(&sent.message, common);
+    v["recipients"] = Value::Array(
+        states
+            .iter()
+            .map(|(to, s)| json!({"address": to.to_string(), "state": s.map(State::as_str)}))
+            .collect(),
+    );
     if let Some(c) = closed {
         v["closed"] = json!(c);
     }
@@ -150,7 +153,7 @@ pub fn sent_json(store: &dyn Store, sent: &Sent, closed: Option<bool>) -> Result
 
 /// What an edit did at each recipient.
 pub fn edit_json(report: &EditReport) -> Value {
-    let outcomes: Vec<_> = report
+    let outcomes: Vec<Value> = report
         .outcomes
         .iter()
         .map(|(to, o)| match o {
@@ -159,7 +162,10 @@ pub fn edit_json(report: &EditReport) -> Value {
             EditOutcome::Cancelled => json!({"recipient": to.to_string(), "outcome": "cancelled"}),
         })
         .collect();
-    json!({"message": message_json(&report.message, None), "outcomes": outcomes})
+    let mut v = serde_json::Map::new();
+    v.insert("message".into(), message_json(&report.message, None));
+    v.insert("outcomes".into(), Value::Array(outcomes));
+    Value::Object(v)
 }
 
 /// What a cancel did at each recipient.

@@ -683,7 +683,10 @@ fn plain(structured: Value) -> Outcome {
     Outcome {
         // Subjects, bodies and roles in it reach the model as text: no raw line break (NEL,
         // U+2028) or invisible character, as in every other rendering.
-        text: mailroom_core::text::visible_json(&structured.to_string()),
+        // `to_string` writes into one buffer; the `Display` of a value goes through `fmt`.
+        text: mailroom_core::text::visible_json(
+            serde_json::to_string(&structured).unwrap_or_default(),
+        ),
         structured,
     }
 }
@@ -868,11 +871,9 @@ fn get_roster(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::GetRoster = decode("get_roster", a)?;
     let project = name("project", &a.project_handle)?;
     let members = t.mr.roster(&project)?;
-    Ok(plain(json!({
-        "project": project.as_str(),
-        "members": members.iter().map(mailroom_json::member_json).collect::<Vec<_>>(),
-        "notice": ROLES_NOTICE,
-    })))
+    let mut structured = json!({"project": project.as_str(), "notice": ROLES_NOTICE});
+    structured["members"] = Value::Array(members.iter().map(mailroom_json::member_json).collect());
+    Ok(plain(structured))
 }
 
 fn get_member_context(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {

@@ -82,6 +82,15 @@ fn holds(bx: &Dir, unread: &Dir, name: &str) -> Result<bool, FsError> {
     Ok(false)
 }
 
+/// Whether a mailbox may hold a copy of the message being delivered already.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Copies {
+    /// A retry, an import, a key: look first.
+    MayExist,
+    /// The id was generated for this send (`Store::deliver_fresh`).
+    NoneYet,
+}
+
 /// Three steps. Prepare: in each recipient's mailbox that does not hold the id yet, write the
 /// copy under `tmp/` and `fdatasync` it (a failure removes the temp files written so far:
 /// nothing was published). Trace: link the first prepared copy into the sender's `outbox/`
@@ -91,10 +100,14 @@ fn holds(bx: &Dir, unread: &Dir, name: &str) -> Result<bool, FsError> {
 /// returning the error. A crash during publishing leaves the trace and the copies linked so
 /// far (plus temp files, debris for `doctor --fix`); called again, this skips the mailboxes
 /// that hold the id and finishes the rest.
+///
+/// With [`Copies::NoneYet`] (a fresh id) the look for a copy already held is skipped: one
+/// `stat` and three directory opens less per recipient.
 pub(crate) fn deliver_all(
     fs: &FsStore,
     recipients: &[Address],
     message: &Message,
+    copies: Copies,
 ) -> Result<Delivery> {
     let name = file_name(message.id);
     let text = message_to_text(message);
@@ -109,7 +122,7 @@ pub(crate) fn deliver_all(
     };
     for recipient in recipients {
         let step = delivery_dirs(fs, recipient).and_then(|(bx, tmp, unread)| {
-            let temp = if holds(&bx, &unread, &name)? {
+            let temp = if copies == Copies::MayExist && holds(&bx, &unread, &name)? {
                 None
             } else {
                 Some(tmp.write_temp(text.as_bytes(), Durability::Durable)?)

@@ -202,6 +202,18 @@ impl Dir {
         name: &str,
         limit: Limit,
     ) -> Result<Option<(Vec<u8>, u64)>, FsError> {
+        Ok(self
+            .read_with_stat(name, limit)?
+            .map(|(bytes, st)| (bytes, st.st_ino)))
+    }
+
+    /// [`Dir::read_with_ino`], with the whole status of the file read (taken on the opened
+    /// descriptor, before the read).
+    pub fn read_with_stat(
+        &self,
+        name: &str,
+        limit: Limit,
+    ) -> Result<Option<(Vec<u8>, rfs::Stat)>, FsError> {
         let fd = match rfs::openat(&self.fd, name, read_flags(), Mode::empty()) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Ok(None),
@@ -254,7 +266,7 @@ impl Dir {
             }
         }
         buf.truncate(filled);
-        Ok(Some((buf, st.st_ino)))
+        Ok(Some((buf, st)))
     }
 
     /// Opens a regular file for reading at offsets (never through a link, never blocking on a
@@ -288,7 +300,7 @@ impl Dir {
     }
 
     /// An entry's status, without following a symlink; `Ok(None)` when absent.
-    fn stat(&self, name: &str) -> Result<Option<rfs::Stat>, FsError> {
+    pub(crate) fn stat(&self, name: &str) -> Result<Option<rfs::Stat>, FsError> {
         match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some(st)),
             Err(Errno::NOENT) => Ok(None),

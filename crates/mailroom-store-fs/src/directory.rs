@@ -41,16 +41,20 @@ pub(crate) fn project(fs: &FsStore, name: &Name) -> Result<Option<Project>> {
     let Some(dir) = fs.open_project(name)? else {
         return Ok(None);
     };
-    let Some(bytes) = dir.read(PROJECT_FILE, Limit::small("a project file"))? else {
-        return Ok(None);
-    };
-    let fallback = || status_changed_at(&dir, PROJECT_FILE);
     // The name as first written, which is the directory's.
     let spelled = dir
         .file_name()
         .and_then(|n| Name::parse(n).ok())
         .unwrap_or_else(|| name.clone());
-    Ok(Some(codec::project_from_bytes(&bytes, &spelled, fallback)))
+    Ok(fs.projects.read(
+        &dir,
+        PROJECT_FILE,
+        Limit::small("a project file"),
+        |bytes| {
+            let fallback = || status_changed_at(&dir, PROJECT_FILE);
+            codec::project_from_bytes(bytes, &spelled, fallback)
+        },
+    )?)
 }
 
 pub(crate) fn ensure_project(fs: &FsStore, project: &Project) -> Result<(Project, bool)> {
@@ -109,8 +113,13 @@ pub(crate) fn roster(fs: &FsStore, project: &Name) -> Result<Vec<Member>> {
         {
             continue;
         }
-        if let Some(bytes) = roster.read(&entry, Limit::small("a roster file"))? {
-            out.push(decode_member(&roster, &entry, &handle, &bytes));
+        if let Some(member) =
+            fs.members
+                .read(&roster, &entry, Limit::small("a roster file"), |bytes| {
+                    decode_member(&roster, &entry, &handle, bytes)
+                })?
+        {
+            out.push(member);
         }
     }
     out.sort_by(|a, b| a.handle.cmp(&b.handle));
@@ -131,9 +140,12 @@ pub(crate) fn member(fs: &FsStore, project: &Name, handle: &Name) -> Result<Opti
         return Ok(None);
     };
     let found = names::find(&roster, handle.as_str(), MEMBER_SUFFIX, |on_disk| {
-        roster.read(on_disk, Limit::small("a roster file"))
+        fs.members
+            .read(&roster, on_disk, Limit::small("a roster file"), |bytes| {
+                decode_member(&roster, on_disk, handle, bytes)
+            })
     })?;
-    Ok(found.map(|(name, bytes)| decode_member(&roster, &name, handle, &bytes)))
+    Ok(found.map(|(_, member)| member))
 }
 
 pub(crate) fn add_member(fs: &FsStore, project: &Name, member: &Member) -> Result<bool> {

@@ -27,6 +27,7 @@ mod listing;
 mod mailbox;
 mod names;
 mod session;
+mod unchanged;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -70,6 +71,10 @@ pub struct FsStore {
     last_delivery: std::sync::Mutex<Option<(String, Dir)>>,
     /// Scope and mailbox directories kept open between operations (see `held`).
     held: held::Held,
+    /// Project files and roster entries kept decoded while unchanged (see `unchanged`); boxed,
+    /// so a store stays small to move.
+    projects: Box<unchanged::Unchanged<mailroom_core::Project>>,
+    members: Box<unchanged::Unchanged<mailroom_core::Member>>,
 }
 
 pub(crate) const PROJECTS: &str = "projects";
@@ -181,6 +186,8 @@ impl FsStore {
             home: home.into(),
             last_delivery: std::sync::Mutex::new(None),
             held: held::Held::default(),
+            projects: Box::default(),
+            members: Box::default(),
         }
     }
 
@@ -387,7 +394,11 @@ impl Mailboxes for FsStore {
     }
 
     fn deliver_all(&self, recipients: &[Address], message: &Message) -> Result<Delivery> {
-        delivery::deliver_all(self, recipients, message)
+        delivery::deliver_all(self, recipients, message, delivery::Copies::MayExist)
+    }
+
+    fn deliver_fresh(&self, recipients: &[Address], message: &Message) -> Result<Delivery> {
+        delivery::deliver_all(self, recipients, message, delivery::Copies::NoneYet)
     }
 
     fn record_sent(&self, message: &Message) -> Result<()> {

@@ -240,6 +240,32 @@ fn mcp_mail_written_by_the_server_is_read_by_the_cli() {
     );
 }
 
+/// The server keeps project files and roster entries between calls: a roster change made by
+/// another process (the CLI) while it runs is seen by its next call, both ways.
+#[test]
+fn mcp_sees_a_roster_change_made_by_another_process_while_it_runs() {
+    let home = Home::new();
+    let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
+    let to_bob = json!({"recipient": "bob", "body": "hello"});
+    let first = mcp.call(1, "write_mail", to_bob.clone());
+    assert_eq!(first["result"]["isError"], false, "{first}");
+    let roster = |verb: &str| {
+        home.cmd(["--as", "HUMAN", "--project", "web", "roster", verb, "bob"])
+            .ok();
+    };
+    roster("deactivate");
+    let refused = mcp.call(2, "write_mail", to_bob.clone());
+    assert_eq!(
+        refused["result"]["structuredContent"]["error"]["code"], 4,
+        "{refused}"
+    );
+    roster("activate");
+    let again = mcp.call(3, "write_mail", to_bob);
+    assert_eq!(again["result"]["isError"], false, "{again}");
+    assert_eq!(mcp.finish(), 0);
+    assert_eq!(unread(&home, "web", "bob"), 2);
+}
+
 /// A request line that arrives in two reads, with another call answered in between, is one
 /// request: the server keeps what it read of the line while it answers (a client's large
 /// `write_mail` crosses a pipe buffer in pieces).
