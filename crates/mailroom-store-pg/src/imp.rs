@@ -27,6 +27,13 @@ pub(crate) fn notify_channel(schema: &str, what: &str) -> String {
     format!("mailroom_{:016x}", fnv(&format!("{schema}\n{what}")))
 }
 
+/// The first half of the advisory lock a waiter holds in share mode on each channel it
+/// listens on, for as long as it listens (the second half is `hashtext(channel)`). A change
+/// notifies a channel only when it cannot take that lock exclusively: otherwise nobody listens,
+/// and a notification would only make concurrent commits wait for each other (see migration
+/// 0004).
+pub(crate) const WAKE_LOCK: i32 = 1_835_100_524;
+
 pub(crate) fn broadcast_key(project: &Name) -> String {
     format!("#{BROADCAST}@{}", key(project))
 }
@@ -163,9 +170,11 @@ fn bump_mailbox(
 ) -> std::result::Result<(), postgres::Error> {
     let channel = notify_channel(schema, mkey);
     tx.execute_typed(
-        "WITH b AS (INSERT INTO mailboxes (key, address, generation) VALUES ($1, $2, 1) \
+        &format!(
+            "WITH b AS (INSERT INTO mailboxes (key, address, generation) VALUES ($1, $2, 1) \
          ON CONFLICT (key) DO UPDATE SET generation = mailboxes.generation + 1) \
-         SELECT pg_notify($3, '')",
+         SELECT pg_notify($3, '') WHERE NOT pg_try_advisory_xact_lock({WAKE_LOCK}, hashtext($3))"
+        ),
         &[
             (&mkey, Type::TEXT),
             (&spelled, Type::TEXT),
@@ -352,14 +361,11 @@ impl Directory for PgStore {
         let mh: Vec<String> = members.iter().map(|(_, h)| key(h)).collect();
         // One round trip: the projects found, then the entries found, each with its position.
         let rows = self.read("look up projects and members", |c| {
-            c.query_typed(
-                "SELECT 0 AS part, q.n, p.name, p.policy, p.created,                         NULL AS handle, NULL AS role, NULL AS status, NULL AS joined, NULL AS since                  FROM unnest($1::text[]) WITH ORDINALITY AS q(k, n) JOIN projects p ON p.key = q.k                  UNION ALL                  SELECT 1, q.n, NULL, NULL, NULL, m.handle, m.role, m.status, m.joined, m.since                  FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS q(p, h, n)                  JOIN members m ON m.project_key = q.p AND m.handle_key = q.h",
-                &[
-                    (&pk, Type::TEXT_ARRAY),
-                    (&mp, Type::TEXT_ARRAY),
-                    (&mh, Type::TEXT_ARRAY),
-                ],
-            )
+            let st = c.prepared(
+                LOOKUP,
+                &[Type::TEXT_ARRAY, Type::TEXT_ARRAY, Type::TEXT_ARRAY],
+            )?;
+            c.query(&st, &[&pk, &mp, &mh])
         })?;
         let mut found = vec![None; projects.len()];
         let mut entries = vec![None; members.len()];
@@ -434,6 +440,21 @@ impl PgStore {
     }
 }
 
+/// The projects and roster entries a send's checks need, in one round trip: the projects
+/// found, then the entries found, each with its position. Prepared once per connection.
+const LOOKUP: &str = "SELECT 0 AS part, q.n, p.name, p.policy, p.created, \
+     NULL AS handle, NULL AS role, NULL AS status, NULL AS joined, NULL AS since \
+     FROM unnest($1::text[]) WITH ORDINALITY AS q(k, n) JOIN projects p ON p.key = q.k \
+     UNION ALL \
+     SELECT 1, q.n, NULL, NULL, NULL, m.handle, m.role, m.status, m.joined, m.since \
+     FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS q(p, h, n) \
+     JOIN members m ON m.project_key = q.p AND m.handle_key = q.h";
+
+/// A send's writes (migration 0003): the recipients' keys, spellings and notification
+/// channels, the id, the sender's key, then the message's columns. Prepared once per connection.
+const DELIVER: &str = "SELECT mailroom_deliver($1, $2, $3, $4, $5, \
+     $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+
 impl Mailboxes for PgStore {
     fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool> {
         let cols = Cols::of(message);
@@ -460,10 +481,6 @@ impl Mailboxes for PgStore {
             .collect();
         // The copies, the trace, the generation bumps and the notifications are one statement
         // (migration 0003), so one round trip and its own transaction.
-        let sql = format!(
-            "SELECT mailroom_deliver($1, $2, $3, $4, $5, {})",
-            msg_placeholders(6)
-        );
         let fresh: Vec<bool> = self.write_statement("confirm the send", |c| {
             let mut params: Vec<Param<'_>> = vec![
                 (&keys, Type::TEXT_ARRAY),
@@ -473,7 +490,10 @@ impl Mailboxes for PgStore {
                 (&sender, Type::TEXT),
             ];
             params.extend(cols.params());
-            Ok(c.query_typed_one(&sql, &params)?.get(0))
+            let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+            let values: Vec<_> = params.iter().map(|(v, _)| *v).collect();
+            let st = c.prepared(DELIVER, &types)?;
+            Ok(c.query_one(&st, &values)?.get(0))
         })?;
         // The function answers one flag per recipient; anything else is not this schema.
         if fresh.len() != recipients.len() {
@@ -842,7 +862,13 @@ impl Channels for PgStore {
                 &[(&p, Type::TEXT), (&c, Type::TEXT), (&name, Type::TEXT)],
             )?;
             if let Some(n) = &notify {
-                tx.execute_typed("SELECT pg_notify($1, '')", &[(n, Type::TEXT)])?;
+                tx.execute_typed(
+                    &format!(
+                        "SELECT pg_notify($1, '') \
+                         WHERE NOT pg_try_advisory_xact_lock({WAKE_LOCK}, hashtext($1))"
+                    ),
+                    &[(n, Type::TEXT)],
+                )?;
             }
             Ok(true)
         })

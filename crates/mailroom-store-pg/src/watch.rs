@@ -45,8 +45,19 @@ impl PgWatch {
 }
 
 fn listen_on(client: &mut Client, channels: &[String]) -> Result<(), postgres::Error> {
-    // Channel names are `mailroom_` and hex digits (see `notify_channel`): safe identifiers.
-    let sql: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
+    // Channel names are `mailroom_` and hex digits (see `notify_channel`): safe identifiers
+    // and literals. The wake lock first (it waits for the sends in flight that found nobody
+    // listening, so the caller's next look sees their mail), then LISTEN, for as long as this
+    // connection lives.
+    let sql: String = channels
+        .iter()
+        .map(|c| {
+            format!(
+                "SELECT pg_advisory_lock_shared({}, hashtext('{c}')); LISTEN {c};",
+                crate::imp::WAKE_LOCK
+            )
+        })
+        .collect();
     client.batch_execute(&sql)
 }
 
