@@ -27,12 +27,15 @@ pub(crate) fn notify_channel(schema: &str, what: &str) -> String {
     format!("mailroom_{:016x}", fnv(&format!("{schema}\n{what}")))
 }
 
-/// The first half of the advisory lock a waiter holds in share mode on each channel it
-/// listens on, for as long as it listens (the second half is `hashtext(channel)`). A change
-/// notifies a channel only when it cannot take that lock exclusively: otherwise nobody listens,
-/// and a notification would only make concurrent commits wait for each other (see migration
-/// 0004).
+/// The wake locks of a channel: a waiter holds all of them in share mode for as long as it
+/// listens; a change takes its connection's slot's (`WAKE_LOCK + pg_backend_pid() % SLOTS`,
+/// `hashtext(channel)`) exclusively without waiting, and notifies the channel only when it
+/// cannot: otherwise nobody listens, and a notification would only make concurrent commits
+/// wait for each other (see migrations 0004 and 0005).
 pub(crate) const WAKE_LOCK: i32 = 1_835_100_524;
+
+/// How many slots a mailbox's delivery count and wake lock are split into (migration 0005).
+pub(crate) const SLOTS: i32 = 8;
 
 pub(crate) fn broadcast_key(project: &Name) -> String {
     format!("#{BROADCAST}@{}", key(project))
@@ -161,7 +164,8 @@ fn insert_copy(
     Ok(tx.execute_typed(&sql, &params)? > 0)
 }
 
-/// Counts a delivery in the mailbox's generation (creating its row) and notifies its waiters.
+/// Counts a delivery in the mailbox's change token (creating its row) and notifies its
+/// waiters, as `mailroom_deliver` does (migration 0005).
 fn bump_mailbox(
     tx: &mut impl GenericClient,
     schema: &str,
@@ -171,9 +175,13 @@ fn bump_mailbox(
     let channel = notify_channel(schema, mkey);
     tx.execute_typed(
         &format!(
-            "WITH b AS (INSERT INTO mailboxes (key, address, generation) VALUES ($1, $2, 1) \
-         ON CONFLICT (key) DO UPDATE SET generation = mailboxes.generation + 1) \
-         SELECT pg_notify($3, '') WHERE NOT pg_try_advisory_xact_lock({WAKE_LOCK}, hashtext($3))"
+            "WITH b AS (INSERT INTO mailboxes (key, address) VALUES ($1, $2) \
+             ON CONFLICT (key) DO NOTHING), \
+             c AS (INSERT INTO mailbox_counts AS c (key, slot, generation) \
+             VALUES ($1, pg_backend_pid() % {SLOTS}, 1) \
+             ON CONFLICT (key, slot) DO UPDATE SET generation = c.generation + 1) \
+             SELECT pg_notify($3, '') WHERE NOT \
+             pg_try_advisory_xact_lock({WAKE_LOCK} + pg_backend_pid() % {SLOTS}, hashtext($3))"
         ),
         &[
             (&mkey, Type::TEXT),
@@ -865,7 +873,8 @@ impl Channels for PgStore {
                 tx.execute_typed(
                     &format!(
                         "SELECT pg_notify($1, '') \
-                         WHERE NOT pg_try_advisory_xact_lock({WAKE_LOCK}, hashtext($1))"
+                         WHERE NOT pg_try_advisory_xact_lock(\
+                         {WAKE_LOCK} + pg_backend_pid() % {SLOTS}, hashtext($1))"
                     ),
                     &[(n, Type::TEXT)],
                 )?;
@@ -1011,7 +1020,8 @@ impl Sessions for PgStore {
         let p = mailbox.project().map(key);
         let row = self.read("read the change token", |c| {
             c.query_typed_one(
-                "SELECT (SELECT generation FROM mailboxes WHERE key = $1), \
+                "SELECT (SELECT generation FROM mailboxes WHERE key = $1) \
+                 + (SELECT coalesce(sum(generation), 0)::bigint FROM mailbox_counts WHERE key = $1), \
                  (SELECT generation FROM channels WHERE project_key = $2 AND key = 'all')",
                 &[(&m, Type::TEXT), (&p, Type::TEXT)],
             )

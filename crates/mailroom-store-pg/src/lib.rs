@@ -41,6 +41,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0002_strict.sql"),
     include_str!("../migrations/0003_deliver.sql"),
     include_str!("../migrations/0004_wake_waiters_only.sql"),
+    include_str!("../migrations/0005_counts_per_slot.sql"),
 ];
 
 /// The schema version this binary writes and reads.

@@ -53,8 +53,10 @@ fn listen_on(client: &mut Client, channels: &[String]) -> Result<(), postgres::E
         .iter()
         .map(|c| {
             format!(
-                "SELECT pg_advisory_lock_shared({}, hashtext('{c}')); LISTEN {c};",
-                crate::imp::WAKE_LOCK
+                "SELECT pg_advisory_lock_shared({} + s, hashtext('{c}')) \
+                 FROM generate_series(0, {} - 1) AS s; LISTEN {c};",
+                crate::imp::WAKE_LOCK,
+                crate::imp::SLOTS
             )
         })
         .collect();

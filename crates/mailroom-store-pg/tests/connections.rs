@@ -197,13 +197,14 @@ fn a_watch_that_starts_while_a_send_is_in_flight_finds_its_mail() {
     let store = PgStore::open(&named_url(&db, "watcher")).unwrap();
     let first = message("alice@web", &["zed@web"], "zed has a mailbox row");
     sender.deliver_all(&first.to, &first).unwrap();
-    // Holding zed's mailbox row stops the next send after bob's part (keys in order: bob,
-    // then zed), with bob's copy written and bob's wake lock taken.
+    // Holding zed's delivery counts stops the next send (over the same connection, so the
+    // same slot) after bob's part (keys in order: bob, then zed), with bob's copy written and
+    // bob's wake lock taken.
     let mut admin = db.admin();
     let mut hold = admin.transaction().unwrap();
     hold.execute(
         &format!(
-            "SELECT 1 FROM {}.mailboxes WHERE key = 'zed@web' FOR UPDATE",
+            "SELECT 1 FROM {}.mailbox_counts WHERE key = 'zed@web' FOR UPDATE",
             db.schema()
         ),
         &[],
