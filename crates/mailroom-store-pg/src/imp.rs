@@ -27,6 +27,16 @@ pub(crate) fn notify_channel(schema: &str, what: &str) -> String {
     format!("mailroom_{:016x}", fnv(&format!("{schema}\n{what}")))
 }
 
+/// The wake locks of a channel: a waiter holds all of them in share mode for as long as it
+/// listens; a change takes its connection's slot's (`WAKE_LOCK + pg_backend_pid() % SLOTS`,
+/// `hashtext(channel)`) exclusively without waiting, and notifies the channel only when it
+/// cannot: otherwise nobody listens, and a notification would only make concurrent commits
+/// wait for each other (see migrations 0004 and 0005).
+pub(crate) const WAKE_LOCK: i32 = 1_835_100_524;
+
+/// How many slots a mailbox's delivery count and wake lock are split into (migration 0005).
+pub(crate) const SLOTS: i32 = 8;
+
 pub(crate) fn broadcast_key(project: &Name) -> String {
     format!("#{BROADCAST}@{}", key(project))
 }
@@ -154,7 +164,8 @@ fn insert_copy(
     Ok(tx.execute_typed(&sql, &params)? > 0)
 }
 
-/// Counts a delivery in the mailbox's generation (creating its row) and notifies its waiters.
+/// Counts a delivery in the mailbox's change token (creating its row) and notifies its
+/// waiters, as `mailroom_deliver` does (migration 0005).
 fn bump_mailbox(
     tx: &mut impl GenericClient,
     schema: &str,
@@ -163,9 +174,15 @@ fn bump_mailbox(
 ) -> std::result::Result<(), postgres::Error> {
     let channel = notify_channel(schema, mkey);
     tx.execute_typed(
-        "WITH b AS (INSERT INTO mailboxes (key, address, generation) VALUES ($1, $2, 1) \
-         ON CONFLICT (key) DO UPDATE SET generation = mailboxes.generation + 1) \
-         SELECT pg_notify($3, '')",
+        &format!(
+            "WITH b AS (INSERT INTO mailboxes (key, address) VALUES ($1, $2) \
+             ON CONFLICT (key) DO NOTHING), \
+             c AS (INSERT INTO mailbox_counts AS c (key, slot, generation) \
+             VALUES ($1, pg_backend_pid() % {SLOTS}, 1) \
+             ON CONFLICT (key, slot) DO UPDATE SET generation = c.generation + 1) \
+             SELECT pg_notify($3, '') WHERE NOT \
+             pg_try_advisory_xact_lock({WAKE_LOCK} + pg_backend_pid() % {SLOTS}, hashtext($3))"
+        ),
         &[
             (&mkey, Type::TEXT),
             (&spelled, Type::TEXT),
@@ -352,14 +369,11 @@ impl Directory for PgStore {
         let mh: Vec<String> = members.iter().map(|(_, h)| key(h)).collect();
         // One round trip: the projects found, then the entries found, each with its position.
         let rows = self.read("look up projects and members", |c| {
-            c.query_typed(
-                "SELECT 0 AS part, q.n, p.name, p.policy, p.created,                         NULL AS handle, NULL AS role, NULL AS status, NULL AS joined, NULL AS since                  FROM unnest($1::text[]) WITH ORDINALITY AS q(k, n) JOIN projects p ON p.key = q.k                  UNION ALL                  SELECT 1, q.n, NULL, NULL, NULL, m.handle, m.role, m.status, m.joined, m.since                  FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS q(p, h, n)                  JOIN members m ON m.project_key = q.p AND m.handle_key = q.h",
-                &[
-                    (&pk, Type::TEXT_ARRAY),
-                    (&mp, Type::TEXT_ARRAY),
-                    (&mh, Type::TEXT_ARRAY),
-                ],
-            )
+            let st = c.prepared(
+                LOOKUP,
+                &[Type::TEXT_ARRAY, Type::TEXT_ARRAY, Type::TEXT_ARRAY],
+            )?;
+            c.query(&st, &[&pk, &mp, &mh])
         })?;
         let mut found = vec![None; projects.len()];
         let mut entries = vec![None; members.len()];
@@ -434,6 +448,21 @@ impl PgStore {
     }
 }
 
+/// The projects and roster entries a send's checks need, in one round trip: the projects
+/// found, then the entries found, each with its position. Prepared once per connection.
+const LOOKUP: &str = "SELECT 0 AS part, q.n, p.name, p.policy, p.created, \
+     NULL AS handle, NULL AS role, NULL AS status, NULL AS joined, NULL AS since \
+     FROM unnest($1::text[]) WITH ORDINALITY AS q(k, n) JOIN projects p ON p.key = q.k \
+     UNION ALL \
+     SELECT 1, q.n, NULL, NULL, NULL, m.handle, m.role, m.status, m.joined, m.since \
+     FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS q(p, h, n) \
+     JOIN members m ON m.project_key = q.p AND m.handle_key = q.h";
+
+/// A send's writes (migration 0003): the recipients' keys, spellings and notification
+/// channels, the id, the sender's key, then the message's columns. Prepared once per connection.
+const DELIVER: &str = "SELECT mailroom_deliver($1, $2, $3, $4, $5, \
+     $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+
 impl Mailboxes for PgStore {
     fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool> {
         let cols = Cols::of(message);
@@ -460,10 +489,6 @@ impl Mailboxes for PgStore {
             .collect();
         // The copies, the trace, the generation bumps and the notifications are one statement
         // (migration 0003), so one round trip and its own transaction.
-        let sql = format!(
-            "SELECT mailroom_deliver($1, $2, $3, $4, $5, {})",
-            msg_placeholders(6)
-        );
         let fresh: Vec<bool> = self.write_statement("confirm the send", |c| {
             let mut params: Vec<Param<'_>> = vec![
                 (&keys, Type::TEXT_ARRAY),
@@ -473,7 +498,10 @@ impl Mailboxes for PgStore {
                 (&sender, Type::TEXT),
             ];
             params.extend(cols.params());
-            Ok(c.query_typed_one(&sql, &params)?.get(0))
+            let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+            let values: Vec<_> = params.iter().map(|(v, _)| *v).collect();
+            let st = c.prepared(DELIVER, &types)?;
+            Ok(c.query_one(&st, &values)?.get(0))
         })?;
         // The function answers one flag per recipient; anything else is not this schema.
         if fresh.len() != recipients.len() {
@@ -842,7 +870,14 @@ impl Channels for PgStore {
                 &[(&p, Type::TEXT), (&c, Type::TEXT), (&name, Type::TEXT)],
             )?;
             if let Some(n) = &notify {
-                tx.execute_typed("SELECT pg_notify($1, '')", &[(n, Type::TEXT)])?;
+                tx.execute_typed(
+                    &format!(
+                        "SELECT pg_notify($1, '') \
+                         WHERE NOT pg_try_advisory_xact_lock(\
+                         {WAKE_LOCK} + pg_backend_pid() % {SLOTS}, hashtext($1))"
+                    ),
+                    &[(n, Type::TEXT)],
+                )?;
             }
             Ok(true)
         })
@@ -985,7 +1020,8 @@ impl Sessions for PgStore {
         let p = mailbox.project().map(key);
         let row = self.read("read the change token", |c| {
             c.query_typed_one(
-                "SELECT (SELECT generation FROM mailboxes WHERE key = $1), \
+                "SELECT (SELECT generation FROM mailboxes WHERE key = $1) \
+                 + (SELECT coalesce(sum(generation), 0)::bigint FROM mailbox_counts WHERE key = $1), \
                  (SELECT generation FROM channels WHERE project_key = $2 AND key = 'all')",
                 &[(&m, Type::TEXT), (&p, Type::TEXT)],
             )

@@ -30,7 +30,8 @@ use std::time::Duration;
 
 use mailroom_core::Error;
 use postgres::error::SqlState;
-use postgres::{Client, Config, Transaction};
+use postgres::types::Type;
+use postgres::{Client, Config, Statement, Transaction};
 
 pub use pgpass::PasswordSources;
 
@@ -39,6 +40,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_initial.sql"),
     include_str!("../migrations/0002_strict.sql"),
     include_str!("../migrations/0003_deliver.sql"),
+    include_str!("../migrations/0004_wake_waiters_only.sql"),
+    include_str!("../migrations/0005_counts_per_slot.sql"),
 ];
 
 /// The schema version this binary writes and reads.
@@ -61,7 +64,7 @@ pub struct PgStore {
     /// The schema the tables are in (`current_schema()`), which keeps notification channels of
     /// two mailrooms in one database apart.
     schema: String,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Conn>>,
     /// Whether row-level security applies to this connection's role (strict mode: every role
     /// but the tables' owner), asked once, when first needed.
     strict: std::sync::OnceLock<bool>,
@@ -430,7 +433,7 @@ impl PgStore {
             config,
             shown,
             schema,
-            idle: Mutex::new(vec![client]),
+            idle: Mutex::new(vec![Conn::new(client)]),
             strict: std::sync::OnceLock::new(),
         })
     }
@@ -533,11 +536,11 @@ impl PgStore {
         self.shown == other.shown && self.schema == other.schema
     }
 
-    fn connect(&self) -> Result<Client, Error> {
-        dial(&self.config, &self.shown)
+    fn connect(&self) -> Result<Conn, Error> {
+        dial(&self.config, &self.shown).map(Conn::new)
     }
 
-    fn take(&self) -> Result<Client, Error> {
+    fn take(&self) -> Result<Conn, Error> {
         let idle = self.idle.lock().ok().and_then(|mut v| v.pop());
         match idle {
             Some(c) if !c.is_closed() => Ok(c),
@@ -545,7 +548,7 @@ impl PgStore {
         }
     }
 
-    fn give(&self, client: Client) {
+    fn give(&self, client: Conn) {
         if client.is_closed() {
             return;
         }
@@ -583,7 +586,7 @@ impl PgStore {
     pub(crate) fn read<T>(
         &self,
         what: &str,
-        mut f: impl FnMut(&mut Client) -> Result<T, postgres::Error>,
+        mut f: impl FnMut(&mut Conn) -> Result<T, postgres::Error>,
     ) -> Result<T, Error> {
         let mut client = self.take()?;
         match f(&mut client) {
@@ -649,7 +652,7 @@ impl PgStore {
     pub(crate) fn write_statement<T>(
         &self,
         what: &str,
-        mut f: impl FnMut(&mut Client) -> Result<T, postgres::Error>,
+        mut f: impl FnMut(&mut Conn) -> Result<T, postgres::Error>,
     ) -> Result<T, Error> {
         let mut broken = false;
         let mut attempt = 0;
@@ -682,6 +685,51 @@ impl PgStore {
     }
 }
 
+/// A connection of the pool, with the statements prepared on it: the statements a send runs
+/// (the lookup and the delivery) are parsed and analysed once per connection rather than at
+/// every call, which is most of what the server spent on a send.
+pub(crate) struct Conn {
+    client: Client,
+    prepared: Vec<(&'static str, Statement)>,
+}
+
+impl Conn {
+    fn new(client: Client) -> Conn {
+        Conn {
+            client,
+            prepared: Vec::new(),
+        }
+    }
+
+    /// `sql` prepared on this connection, the first time only. `sql` is a constant of this
+    /// crate (a few of them), so a list is the whole cache.
+    pub(crate) fn prepared(
+        &mut self,
+        sql: &'static str,
+        types: &[Type],
+    ) -> Result<Statement, postgres::Error> {
+        if let Some((_, st)) = self.prepared.iter().find(|(s, _)| *s == sql) {
+            return Ok(st.clone());
+        }
+        let st = self.client.prepare_typed(sql, types)?;
+        self.prepared.push((sql, st.clone()));
+        Ok(st)
+    }
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Client;
+    fn deref(&self) -> &Client {
+        &self.client
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Client {
+        &mut self.client
+    }
+}
+
 /// The sentence for a change whose request reached the server but whose answer never came.
 fn unconfirmed(shown: &str, what: &str, e: &postgres::Error) -> Error {
     sentence(
@@ -695,7 +743,7 @@ fn unconfirmed(shown: &str, what: &str, e: &postgres::Error) -> Error {
 }
 
 fn run_transaction<T>(
-    client: &mut Client,
+    client: &mut Conn,
     f: &mut impl FnMut(&mut Transaction<'_>) -> Result<T, postgres::Error>,
 ) -> Result<T, Failure> {
     let mut tx = client.transaction().map_err(Failure::NotDone)?;

@@ -45,8 +45,21 @@ impl PgWatch {
 }
 
 fn listen_on(client: &mut Client, channels: &[String]) -> Result<(), postgres::Error> {
-    // Channel names are `mailroom_` and hex digits (see `notify_channel`): safe identifiers.
-    let sql: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
+    // Channel names are `mailroom_` and hex digits (see `notify_channel`): safe identifiers
+    // and literals. The wake lock first (it waits for the sends in flight that found nobody
+    // listening, so the caller's next look sees their mail), then LISTEN, for as long as this
+    // connection lives.
+    let sql: String = channels
+        .iter()
+        .map(|c| {
+            format!(
+                "SELECT pg_advisory_lock_shared({} + s, hashtext('{c}')) \
+                 FROM generate_series(0, {} - 1) AS s; LISTEN {c};",
+                crate::imp::WAKE_LOCK,
+                crate::imp::SLOTS
+            )
+        })
+        .collect();
     client.batch_execute(&sql)
 }
 

@@ -158,6 +158,82 @@ fn a_watch_whose_connection_was_cut_wakes_and_the_next_look_finds_the_mail() {
     assert_eq!(store.describe(), store.url());
 }
 
+/// Blocks until this test's connection `name` waits for a lock of a kind in `events`
+/// (`wait_event`s such as `tuple`, `transactionid`, `advisory`).
+fn until_waiting(db: &TestDb, name: &str, events: &[&str]) {
+    let mut admin = db.admin();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let n: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 \
+                 AND wait_event_type = 'Lock' AND wait_event = ANY($2)",
+                &[&format!("{name}_{}", db.schema()), &events],
+            )
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name} is not waiting for a lock ({events:?}) within a minute"
+        );
+        // PostgreSQL announces no lock wait: its row in pg_stat_activity is the only sign, so
+        // this polls for that condition (never a fixed wait).
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_watch_that_starts_while_a_send_is_in_flight_finds_its_mail() {
+    // A send notifies only mailboxes someone listens on (migration 0004). This is the race
+    // that rule must survive: the send has found nobody listening for bob and not committed
+    // yet when bob's watch starts; the watch's first look must still see the copy.
+    let Some(db) = TestDb::create("watch_in_flight") else {
+        return;
+    };
+    let sender = PgStore::open(&named_url(&db, "sender")).unwrap();
+    let store = PgStore::open(&named_url(&db, "watcher")).unwrap();
+    let first = message("alice@web", &["zed@web"], "zed has a mailbox row");
+    sender.deliver_all(&first.to, &first).unwrap();
+    // Holding zed's delivery counts stops the next send (over the same connection, so the
+    // same slot) after bob's part (keys in order: bob, then zed), with bob's copy written and
+    // bob's wake lock taken.
+    let mut admin = db.admin();
+    let mut hold = admin.transaction().unwrap();
+    hold.execute(
+        &format!(
+            "SELECT 1 FROM {}.mailbox_counts WHERE key = 'zed@web' FOR UPDATE",
+            db.schema()
+        ),
+        &[],
+    )
+    .unwrap();
+    let m = message("alice@web", &["bob@web", "zed@web"], "in flight");
+    let sending = {
+        let m = m.clone();
+        std::thread::spawn(move || sender.deliver_all(&m.to, &m).map(|d| d.new))
+    };
+    until_waiting(&db, "sender", &["transactionid", "tuple"]);
+    let bob = addr("bob@web");
+    let watching = std::thread::spawn(move || {
+        let watch = store.watch(&bob).unwrap();
+        (store.pending(&bob).unwrap(), watch)
+    });
+    // The watch waits for the send's commit before it listens and looks.
+    until_waiting(&db, "watcher", &["advisory"]);
+    hold.commit().unwrap();
+    assert_eq!(sending.join().unwrap().unwrap(), vec![true, true]);
+    let (pending, _watch) = watching.join().unwrap();
+    let ids: Vec<MessageId> = pending.messages.iter().map(|s| s.message.id).collect();
+    assert_eq!(
+        ids,
+        vec![m.id],
+        "the first look finds the mail sent meanwhile"
+    );
+}
+
 #[test]
 fn a_send_that_fails_in_its_middle_leaves_no_copy_and_no_trace() {
     let Some(db) = TestDb::create("atomic_send") else {

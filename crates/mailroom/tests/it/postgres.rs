@@ -924,9 +924,10 @@ fn a_send_whose_commit_cannot_be_confirmed_says_so_and_never_claims_success() {
         .split_once('@')
         .map(|(_, rest)| rest.split('/').next().unwrap_or("").to_owned())
         .expect("host:port");
-    // A send is one statement, committed as it ends: the proxy cuts at it, on the first
-    // connection and on the new one the store opens to run it again.
-    let port = proxy_cutting_at(server.clone(), b"mailroom_deliver(");
+    // A send is one statement, committed as it ends: the proxy cuts at it (at its message's
+    // body, which travels with the statement's execution: the statement itself is prepared
+    // before), on the first connection and on the new one the store opens to run it again.
+    let port = proxy_cutting_at(server.clone(), b"did this arrive?");
     // In clear text, so that the proxy sees the statement go by (the default `prefer` would
     // encrypt where the test server has TLS on).
     let through_proxy = format!(
