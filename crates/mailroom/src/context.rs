@@ -76,7 +76,7 @@ impl AnyStore {
         match self {
             AnyStore::Fs(s) => Ok(s.doctor(fix)?),
             // Opening it checked the connection and the schema; `doctor` looks at the rows.
-            AnyStore::Pg(s) => Ok(s.doctor()?),
+            AnyStore::Pg(s) => Ok(s.doctor(fix)?),
         }
     }
 }

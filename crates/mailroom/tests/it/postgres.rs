@@ -1033,4 +1033,23 @@ fn doctor_on_postgres_finds_mail_off_the_roster_and_grants_to_missing_roles() {
         lines[1]
     );
     assert!(run.stderr.contains("2 problems remain"), "{}", run.stderr);
+    // --fix finishes the send that was cut short: bob joins the roster again (a kill -9
+    // between a delivery and its roster entry leaves exactly this); the grant stays to fix.
+    let fixed = h.as_("HUMAN", &["doctor", "--fix"]).fails(1);
+    assert!(
+        fixed.stdout.contains(
+            " bob@web: holds 1 message but is not on the roster of project 'web' (fixed: added to the roster as an active member, as the send that delivered it would have)"
+        ),
+        "{}",
+        fixed.stdout
+    );
+    assert!(
+        fixed.stderr.contains("1 problem remains"),
+        "{}",
+        fixed.stderr
+    );
+    let roster = h.as_("HUMAN", &["--project", "web", "roster"]).ok();
+    assert!(roster.stdout.contains("bob"), "{}", roster.stdout);
+    let inbox = h.as_("bob@web", &["inbox"]).ok();
+    assert!(inbox.stdout.contains("hello"), "{}", inbox.stdout);
 }
