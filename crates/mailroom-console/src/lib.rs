@@ -109,11 +109,30 @@ pub fn router(console: Console) -> Router {
         .route("/done", post(actions::done))
         .route("/send", post(actions::send))
         .fallback(view::not_found)
+        .layer(axum::middleware::from_fn(off_the_runtime))
         .layer(axum::middleware::from_fn_with_state(
             console.clone(),
             guard::guard,
         ))
         .with_state(console)
+}
+
+/// Runs the handler (its store calls and the page it renders) on a blocking thread, driving it
+/// there with the runtime's handle, so the runtime's own thread only moves bytes: a page of
+/// thousands of messages takes a while to render, and no other request or event stream waits
+/// for it. (The runtime's thread keeps the sockets and timers, whichever thread awaits them.)
+async fn off_the_runtime(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let runtime = tokio::runtime::Handle::current();
+    match tokio::task::spawn_blocking(move || runtime.block_on(next.run(request))).await {
+        Ok(response) => response,
+        Err(e) => {
+            view::Failure::internal(format!("the request's task stopped: {e}")).into_response()
+        }
+    }
 }
 
 /// Serves the console on `listener` until `shutdown` completes.
@@ -165,8 +184,10 @@ pub fn run(
     ready: impl FnOnce(&str, SocketAddr),
 ) -> Result<(), ServeError> {
     let io = |e| ServeError::Io(listen, e);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread for the sockets: every handler runs on a blocking thread (see
+    // `off_the_runtime`). The multi-thread scheduler would also link `libm` into the binary,
+    // which every hook and send would then pay to load.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(io)?;
