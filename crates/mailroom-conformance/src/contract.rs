@@ -3,7 +3,7 @@
 
 use mailroom_core::store::{Delivery, KeyClaim, OriginClaim};
 use mailroom_core::{
-    Listing, Member, MemberStatus, Message, MessageId, Policy, Project, State, Store,
+    Address, Listing, Member, MemberStatus, Message, MessageId, Policy, Project, State, Store,
 };
 
 use crate::kit::{addr, message, name, now};
@@ -52,6 +52,43 @@ pub fn deliver_all_publishes_every_copy_and_one_outbox_trace(store: &dyn Store) 
         store.outbox(&addr("alice@web")).expect("outbox"),
         vec![message]
     );
+}
+
+/// A send without a key delivers through `deliver_fresh`, which may skip looking for copies
+/// already held: the result must be what `deliver_all` gives, copies, trace and flags, for
+/// recipients in several projects and the operator alike, message after message.
+pub fn deliver_fresh_publishes_every_copy_and_one_outbox_trace(store: &dyn Store) {
+    let first = Message {
+        to: vec![addr("bob@web"), addr("carol@api"), Address::human()],
+        ..message("alice@web", "bob@web", "fresh one")
+    };
+    let second = Message {
+        to: vec![addr("bob@web"), addr("carol@api"), Address::human()],
+        ..message("alice@web", "bob@web", "fresh two")
+    };
+    for m in [&first, &second] {
+        assert_eq!(
+            store.deliver_fresh(&m.to, m).expect("deliver_fresh"),
+            Delivery {
+                new: vec![true, true, true],
+                trace_error: None
+            }
+        );
+    }
+    for to in &first.to {
+        let mut held = ids(&store.pending(to).expect("pending"));
+        held.sort_by_key(|(id, _)| *id);
+        let mut sent = vec![(first.id, State::Unread), (second.id, State::Unread)];
+        sent.sort_by_key(|(id, _)| *id);
+        assert_eq!(held, sent, "{to} holds both copies, unread, once each");
+        let copy = store.get(to, second.id).expect("get").expect("a copy");
+        assert_eq!(copy.message, second);
+    }
+    let mut traces = store.outbox(&addr("alice@web")).expect("outbox");
+    traces.sort_by_key(|m| m.id);
+    let mut sent = vec![first, second];
+    sent.sort_by_key(|m| m.id);
+    assert_eq!(traces, sent, "one trace of each");
 }
 
 /// All-or-nothing, as far as a story can show it: an `Err` cannot be provoked through the trait,

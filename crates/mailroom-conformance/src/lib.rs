@@ -135,6 +135,7 @@ macro_rules! __cases {
             contract::deliver_keeps_the_first_copy_of_an_id,
             contract::point_lookups_agree_with_the_listings_they_spare,
             contract::deliver_all_publishes_every_copy_and_one_outbox_trace,
+            contract::deliver_fresh_publishes_every_copy_and_one_outbox_trace,
             contract::deliver_all_again_finishes_an_interrupted_call_and_doubles_nothing,
             contract::transition_moves_a_copy_at_most_once,
             contract::replace_unread_edits_only_unread_copies,

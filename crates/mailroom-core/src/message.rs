@@ -77,8 +77,8 @@ impl MessageId {
 }
 
 /// 80 random bits, without a random-number crate: the standard library's hasher is
-/// seeded randomly per process, and mixing in a counter and the clock makes two calls in one
-/// process differ too.
+/// seeded randomly per process (so no pid is mixed in), and mixing in a counter and the clock
+/// makes two calls in one process differ too.
 fn rand_bits() -> u128 {
     use std::collections::hash_map::RandomState;
     use std::hash::{BuildHasher, Hasher};
@@ -89,7 +89,6 @@ fn rand_bits() -> u128 {
         let mut h = state.build_hasher();
         h.write_u64(salt);
         h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        h.write_u32(std::process::id());
         h.write_u128(
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

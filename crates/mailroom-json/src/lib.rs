@@ -114,12 +114,21 @@ pub fn damaged_json(d: &[Damaged]) -> Value {
 }
 
 /// What a send, reply, handover, broadcast or post did: the message with each recipient's copy
-/// as it is now (a keyed retry may find them read or done), its id and m_AI_l timestamp.
+/// as the send left it (a keyed retry reads them now: it may find them read or done), its id
+/// and m_AI_l timestamp.
 /// `closed` is a reply's: whether it archived the original.
 pub fn sent_json(store: &dyn Store, sent: &Sent, closed: Option<bool>) -> Result<Value> {
+    // A new message's id was made for this send, so every copy of it is one this send put in
+    // place, unread: that is the state reported, without reading each back. A retry with a
+    // used key reports each copy as it is now (the first send's may have been read).
     let mut states = Vec::with_capacity(sent.message.to.len());
     for to in &sent.message.to {
-        states.push((to, store.state_of(to, sent.message.id)?));
+        let state = if sent.duplicate {
+            store.state_of(to, sent.message.id)?
+        } else {
+            Some(State::Unread)
+        };
+        states.push((to, state));
     }
     let common = match states.split_first() {
         Some(((_, first), rest)) if rest.iter().all(|(_, s)| s == first) => *first,

@@ -9,8 +9,8 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
@@ -450,10 +450,13 @@ impl Dir {
     /// directory on the same filesystem as where it will be published) and returns its name.
     pub fn write_temp(&self, bytes: &[u8], durability: Durability) -> Result<String, FsError> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
+        // The pid, asked of the kernel once: mailroom never forks without exec, so no process
+        // runs this code under its parent's pid.
+        static PID: OnceLock<u32> = OnceLock::new();
         // pid first: `doctor` tells an orphan from a file still being written by its pid.
         let name = format!(
             "{}.{}.{}.tmp",
-            std::process::id(),
+            PID.get_or_init(std::process::id),
             COUNTER.fetch_add(1, Ordering::Relaxed),
             jiff::Timestamp::now().as_nanosecond()
         );

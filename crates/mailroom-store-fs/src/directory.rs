@@ -5,6 +5,7 @@
 //! adding the same one leave one file; a change replaces the file by rename; names are found
 //! in any case (`names`) and read back as first spelled on disk.
 
+use mailroom_core::store::Found;
 use mailroom_core::{Member, Name, Policy, Project, Result};
 
 use crate::dir::{Dir, Limit};
@@ -38,23 +39,25 @@ pub(crate) fn projects(fs: &FsStore) -> Result<Vec<Project>> {
 }
 
 pub(crate) fn project(fs: &FsStore, name: &Name) -> Result<Option<Project>> {
-    let Some(dir) = fs.open_project(name)? else {
-        return Ok(None);
-    };
+    match fs.open_project(name)? {
+        Some(dir) => project_in(fs, &dir, name),
+        None => Ok(None),
+    }
+}
+
+/// The project whose directory is `dir` (opened for `name`).
+fn project_in(fs: &FsStore, dir: &Dir, name: &Name) -> Result<Option<Project>> {
     // The name as first written, which is the directory's.
     let spelled = dir
         .file_name()
         .and_then(|n| Name::parse(n).ok())
         .unwrap_or_else(|| name.clone());
-    Ok(fs.projects.read(
-        &dir,
-        PROJECT_FILE,
-        Limit::small("a project file"),
-        |bytes| {
-            let fallback = || status_changed_at(&dir, PROJECT_FILE);
+    Ok(fs
+        .projects
+        .read(dir, PROJECT_FILE, Limit::small("a project file"), |bytes| {
+            let fallback = || status_changed_at(dir, PROJECT_FILE);
             codec::project_from_bytes(bytes, &spelled, fallback)
-        },
-    )?)
+        })?)
 }
 
 pub(crate) fn ensure_project(fs: &FsStore, project: &Project) -> Result<(Project, bool)> {
@@ -136,16 +139,70 @@ fn decode_member(roster: &Dir, on_disk: &str, handle: &Name, bytes: &[u8]) -> Me
 }
 
 pub(crate) fn member(fs: &FsStore, project: &Name, handle: &Name) -> Result<Option<Member>> {
-    let Some(roster) = open_roster(fs, project)? else {
-        return Ok(None);
-    };
-    let found = names::find(&roster, handle.as_str(), MEMBER_SUFFIX, |on_disk| {
+    match open_roster(fs, project)? {
+        Some(roster) => member_in(fs, &roster, handle),
+        None => Ok(None),
+    }
+}
+
+/// The entry of `handle` in the roster directory `roster`.
+fn member_in(fs: &FsStore, roster: &Dir, handle: &Name) -> Result<Option<Member>> {
+    let found = names::find(roster, handle.as_str(), MEMBER_SUFFIX, |on_disk| {
         fs.members
-            .read(&roster, on_disk, Limit::small("a roster file"), |bytes| {
-                decode_member(&roster, on_disk, handle, bytes)
+            .read(roster, on_disk, Limit::small("a roster file"), |bytes| {
+                decode_member(roster, on_disk, handle, bytes)
             })
     })?;
     Ok(found.map(|(_, member)| member))
+}
+
+/// A project named in a lookup (in any case), its directory (`None`: not there) and, once a
+/// member of it is asked for, its roster directory.
+type Opened<'a> = (&'a Name, Option<Dir>, Option<Option<Dir>>);
+
+/// Where `name` is in `opened`, opening its directory the first time it is named.
+fn index_of<'a>(fs: &FsStore, opened: &mut Vec<Opened<'a>>, name: &'a Name) -> Result<usize> {
+    if let Some(i) = opened
+        .iter()
+        .position(|(n, _, _)| n.as_str().eq_ignore_ascii_case(name.as_str()))
+    {
+        return Ok(i);
+    }
+    opened.push((name, fs.open_project(name)?, None));
+    Ok(opened.len() - 1)
+}
+
+/// What `Directory::lookup` asks, each project's directory and roster opened once for all its
+/// questions (a send asks for the project and two entries in it: one walk or held-handle check
+/// instead of three). Answers are as current as `project` and `member` give.
+pub(crate) fn lookup(fs: &FsStore, projects: &[Name], members: &[(Name, Name)]) -> Result<Found> {
+    let mut opened: Vec<Opened<'_>> = Vec::new();
+    let mut found = Found {
+        projects: Vec::with_capacity(projects.len()),
+        members: Vec::with_capacity(members.len()),
+    };
+    for name in projects {
+        let i = index_of(fs, &mut opened, name)?;
+        found.projects.push(match &opened[i].1 {
+            Some(dir) => project_in(fs, dir, name)?,
+            None => None,
+        });
+    }
+    for (project, handle) in members {
+        let i = index_of(fs, &mut opened, project)?;
+        let (_, dir, roster) = &mut opened[i];
+        if roster.is_none() {
+            *roster = Some(match dir {
+                Some(dir) => dir.open(ROSTER)?,
+                None => None,
+            });
+        }
+        found.members.push(match roster {
+            Some(Some(roster)) => member_in(fs, roster, handle)?,
+            _ => None,
+        });
+    }
+    Ok(found)
 }
 
 pub(crate) fn add_member(fs: &FsStore, project: &Name, member: &Member) -> Result<bool> {

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use jiff::Timestamp;
 use mailroom_core::message::ChannelRef;
 use mailroom_core::store::{
-    Channels, Delivery, Directory, KeyClaim, Mailboxes, OriginClaim, Sessions,
+    Channels, Delivery, Directory, Found, KeyClaim, Mailboxes, OriginClaim, Sessions,
 };
 use mailroom_core::{
     Address, Listing, Member, Message, MessageId, Name, Policy, Project, Result, Scope, State,
@@ -373,6 +373,10 @@ impl Directory for FsStore {
 
     fn member(&self, project: &Name, handle: &Name) -> Result<Option<Member>> {
         directory::member(self, project, handle)
+    }
+
+    fn lookup(&self, projects: &[Name], members: &[(Name, Name)]) -> Result<Found> {
+        directory::lookup(self, projects, members)
     }
 
     fn add_member(&self, project: &Name, member: &Member) -> Result<bool> {
