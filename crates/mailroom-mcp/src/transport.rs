@@ -9,7 +9,10 @@
 use std::sync::Arc;
 
 use rmcp::RoleServer;
-use rmcp::model::{CallToolRequestParams, ClientRequest, JsonRpcMessage};
+use rmcp::model::{
+    CallToolRequestMethod, CallToolRequestParams, ClientRequest, JsonObject, JsonRpcMessage,
+    JsonRpcRequest, JsonRpcVersion2_0, Request, RequestId,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
@@ -167,6 +170,9 @@ const KNOWN_METHODS: &[&str] = &[
 /// request's id wherever the line still shows it (JSON-RPC 2.0: null only when it cannot be
 /// determined).
 fn answer_to(line: &[u8]) -> Result<RxJsonRpcMessage<RoleServer>, Value> {
+    if let Some(call) = tool_call(line) {
+        return Ok(call);
+    }
     match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
         Ok(JsonRpcMessage::Request(r)) => match &r.request {
             ClientRequest::CustomRequest(c) if KNOWN_METHODS.contains(&c.method.as_str()) => {
@@ -208,6 +214,40 @@ fn answer_to(line: &[u8]) -> Result<RxJsonRpcMessage<RoleServer>, Value> {
             )),
         },
     }
+}
+
+/// A `tools/call` request in the plain shape clients send (`jsonrpc`, `id`, `method`, and
+/// params of only `name` and `arguments`), read in one pass into the request rmcp's general
+/// reader makes of it. That reader tries each kind of message in turn through buffered
+/// `untagged`/`flatten` values and builds an error value for each kind that does not fit:
+/// about 25,000 instructions a request, a sixth of a durable `write_mail`. Any other line
+/// (another method, `_meta`, a member this shape does not name, a duplicate member, a wrong
+/// type, bad JSON) is `None` and takes the general path, which answers it as before.
+fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Call {
+        #[allow(dead_code, reason = "read only to check that it says 2.0")]
+        jsonrpc: JsonRpcVersion2_0,
+        id: RequestId,
+        #[allow(dead_code, reason = "read only to check that it says tools/call")]
+        method: CallToolRequestMethod,
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Params {
+        name: String,
+        #[serde(default)]
+        arguments: Option<JsonObject>,
+    }
+    let call: Call = serde_json::from_slice(line).ok()?;
+    let mut params = CallToolRequestParams::new(call.params.name);
+    params.arguments = call.params.arguments;
+    Some(JsonRpcMessage::Request(JsonRpcRequest::new(
+        call.id,
+        ClientRequest::CallToolRequest(Request::new(params)),
+    )))
 }
 
 /// A request id as JSON-RPC allows it (a string or an integer), else null.
@@ -380,5 +420,83 @@ where
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.write_answers().await?;
         self.writer.lock().await.drain().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::{RoleServer, RxJsonRpcMessage, tool_call};
+
+    /// What rmcp's own reader makes of a line, as JSON (the message types compare that way).
+    fn general(line: &str) -> Option<Value> {
+        serde_json::from_str::<RxJsonRpcMessage<RoleServer>>(line)
+            .ok()
+            .map(|m| serde_json::to_value(m).expect("a message serializes"))
+    }
+
+    fn fast(line: &str) -> Option<Value> {
+        tool_call(line.as_bytes()).map(|m| serde_json::to_value(m).expect("a message serializes"))
+    }
+
+    #[test]
+    fn a_plain_tool_call_reads_as_rmcp_reads_it() {
+        for line in [
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"write_mail","arguments":{"recipient":"b","body":"hi"}}}"#,
+            r#"{"method":"tools/call","params":{"arguments":{"n":[1,{"x":null}]},"name":"get_roster"},"id":"a-1","jsonrpc":"2.0"}"#,
+            r#"{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"get_projects"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":null}}"#,
+            r#" {"jsonrpc":"2.0","id":-9223372036854775808,"method":"tools/call","params":{"name":"\u00e9\n"}} "#,
+        ] {
+            let fast = fast(line).unwrap_or_else(|| panic!("fast path declined {line}"));
+            assert_eq!(Some(fast), general(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn any_other_line_is_left_to_the_general_reader() {
+        for line in [
+            // `_meta` (a progress token) and newer members rmcp reads.
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","requestState":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"},"extra":1}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call"}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"1.0","id":7,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"id":8,"method":"tools/call","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":[1]}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":7}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}"#,
+            r#"[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}]"#,
+            "",
+            "\u{0}",
+        ] {
+            assert_eq!(fast(line), None, "{line}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn tool_calls_read_the_same_either_way(
+            id in prop_oneof![any::<i64>().prop_map(|n| json!(n)), ".{0,12}".prop_map(|s| json!(s))],
+            name in ".{0,16}",
+            args in proptest::collection::btree_map(".{0,8}", ".{0,12}", 0..4),
+            with_args in any::<bool>(),
+        ) {
+            let mut params = json!({"name": name});
+            if with_args {
+                params["arguments"] = json!(args);
+            }
+            let line = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string();
+            let fast = fast(&line);
+            prop_assert!(fast.is_some(), "declined {}", line);
+            prop_assert_eq!(fast, general(&line));
+        }
     }
 }
