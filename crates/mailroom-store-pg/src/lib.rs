@@ -230,21 +230,22 @@ pub fn parse_url_for(
     let parsed = parse_parts(raw, connect_timeout)?;
     let mut config = parsed.config;
     let warning = passwords.fill(&mut config);
-    let mode = parsed
-        .verify
-        .unwrap_or_else(|| tls::SslMode::of_driver(&config));
     let roots = match parsed.root_cert {
         Some(path) => tls::RootSource::Named(path),
         None => passwords.root_source(),
     };
-    // Refused only where roots would be read: a `PGSSLROOTCERT=system` set for other
-    // programs leaves `disable` and `prefer` URLs alone.
-    let reads_roots = !matches!(mode, tls::SslMode::Disable | tls::SslMode::Prefer);
-    if reads_roots && matches!(&roots, tls::RootSource::Named(p) if p.as_os_str() == "system") {
-        return Err(Error::Invalid(
-            "sslrootcert=system (the system's trusted certificate authorities) is not supported; name the PEM file of the authority that signed the server's certificate with sslrootcert=PATH (or PGSSLROOTCERT)".to_owned(),
-        ));
-    }
+    let roots = match roots {
+        tls::RootSource::Named(p) if p.as_os_str() == "system" => tls::RootSource::System,
+        other => other,
+    };
+    let mode = match parsed.verify {
+        Some(mode) => mode,
+        // As in libpq: the system's authorities make verify-full the default.
+        None if !parsed.sslmode_given && roots == tls::RootSource::System => {
+            tls::SslMode::VerifyFull
+        }
+        None => tls::SslMode::of_driver(&config),
+    };
     let tls = tls::Tls::for_mode(mode, &roots).map_err(Error::Invalid)?;
     Ok((
         Target {
@@ -276,6 +277,8 @@ struct Parsed {
     config: Config,
     /// `verify-ca` or `verify-full` when the URL's (last) `sslmode` says so.
     verify: Option<tls::SslMode>,
+    /// Whether the URL has an `sslmode` at all.
+    sslmode_given: bool,
     /// The URL's `sslrootcert`.
     root_cert: Option<std::path::PathBuf>,
 }
@@ -312,6 +315,7 @@ fn parse_parts(raw: &str, connect_timeout: Duration) -> Result<Parsed, Error> {
     Ok(Parsed {
         config,
         verify,
+        sslmode_given: split.sslmode.is_some(),
         root_cert,
     })
 }
@@ -660,9 +664,9 @@ fn connect_error(
             Some(postgres::config::Host::Tcp(h)) => h.as_str(),
             _ => "",
         };
-        if let Some((what, fix)) = rustls_error(e)
-            .and_then(|r| tls::certificate_problem(r, host, tls.and_then(tls::Tls::root_file)))
-        {
+        if let Some((what, fix)) = rustls_error(e).and_then(|r| {
+            tls::certificate_problem(r, host, tls.map_or(tls::Roots::None, tls::Tls::roots))
+        }) {
             return sentence(
                 format!(
                     "the PostgreSQL server at {shown} showed a certificate that failed verification, so nothing was sent to it"
@@ -1375,7 +1379,10 @@ mod tests {
             &sources,
         )
         .unwrap();
-        assert_eq!(target.tls.as_ref().and_then(|t| t.root_file()), None);
+        assert_eq!(
+            target.tls.as_ref().map(tls::Tls::roots),
+            Some(tls::Roots::None)
+        );
         // A file named by PGSSLROOTCERT must exist, whatever the mode that would use it.
         let named = PasswordSources {
             root_cert: Some(nowhere.join("ca.pem")),

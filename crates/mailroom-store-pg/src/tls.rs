@@ -14,6 +14,10 @@
 //! - `verify-full` checks that too, and that the certificate names the URL's host (a name or
 //!   an IP address).
 //!
+//! The roots are a PEM file (the URL's `sslrootcert`, else `PGSSLROOTCERT`, else
+//! `~/.postgresql/root.crt`) or, with `sslrootcert=system`, the system's trusted authorities
+//! (`rustls-native-certs`: where OpenSSL looks), which need `verify-full`, as in libpq.
+//!
 //! Verification is rustls's own [`WebPkiServerVerifier`]; `verify-ca` wraps it and forgives
 //! only a name that does not match, which webpki reports after the chain and the validity
 //! dates have passed. The root file is read once, when the URL is parsed (see
@@ -79,6 +83,9 @@ impl SslMode {
 pub(crate) enum RootSource {
     /// Named by the URL or `PGSSLROOTCERT`: it must exist when a mode verifies.
     Named(PathBuf),
+    /// `system`: the system's trusted authorities (as OpenSSL finds them, `SSL_CERT_FILE` and
+    /// `SSL_CERT_DIR` included), for `verify-full` only, as in libpq.
+    System,
     /// libpq's default, used when it exists.
     Default(PathBuf),
     /// No name and no home directory to look in.
@@ -90,8 +97,9 @@ pub(crate) enum RootSource {
 pub(crate) struct Tls {
     mode: SslMode,
     connector: MakeRustlsConnect,
-    /// What is verified: `None` (nothing), else the root file and whether the name is checked.
-    verified: Option<(PathBuf, bool)>,
+    /// What is verified: `None` (nothing), else the root file (`None`: the system's) and
+    /// whether the name is checked.
+    verified: Option<(Option<PathBuf>, bool)>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -127,6 +135,13 @@ impl Tls {
     pub(crate) fn for_mode(mode: SslMode, roots: &RootSource) -> Result<Tls, String> {
         let path = match (mode, roots) {
             (SslMode::Disable | SslMode::Prefer, _) => return Tls::unverified(mode),
+            (SslMode::VerifyFull, RootSource::System) => None,
+            (_, RootSource::System) => {
+                return Err(format!(
+                    "sslrootcert=system trusts every authority of the system, so it needs sslmode=verify-full (a certificate any of them signed for another name would do otherwise); write sslmode=verify-full, or name the authority's file with sslrootcert=PATH for sslmode={}",
+                    mode.name()
+                ));
+            }
             (_, RootSource::Named(path)) => {
                 if !path.exists() {
                     return Err(format!(
@@ -135,9 +150,9 @@ impl Tls {
                         mode.name()
                     ));
                 }
-                path.clone()
+                Some(path.clone())
             }
-            (SslMode::Require, RootSource::Default(path)) if path.exists() => path.clone(),
+            (SslMode::Require, RootSource::Default(path)) if path.exists() => Some(path.clone()),
             (SslMode::Require, _) => return Tls::unverified(mode),
             (_, RootSource::Default(path)) => {
                 return Err(format!(
@@ -153,17 +168,19 @@ impl Tls {
                 ));
             }
         };
-        let store = read_roots(&path)?;
+        let store = match &path {
+            Some(path) => read_roots(path)?,
+            None => system_roots()?,
+        };
+        let named = path.as_ref().map_or_else(
+            || "the system's trusted authorities".to_owned(),
+            |p| p.display().to_string(),
+        );
         let full = mode == SslMode::VerifyFull;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(store), provider.clone())
             .build()
-            .map_err(|e| {
-                format!(
-                    "the root certificates of {} cannot be used: {e}",
-                    path.display()
-                )
-            })?;
+            .map_err(|e| format!("the root certificates of {named} cannot be used: {e}"))?;
         let verifier: Arc<dyn ServerCertVerifier> = if full {
             webpki
         } else {
@@ -190,10 +207,40 @@ impl Tls {
         self.connector.clone()
     }
 
-    /// The root file the server's certificate is checked against, if any.
-    pub(crate) fn root_file(&self) -> Option<&Path> {
-        self.verified.as_ref().map(|(p, _)| p.as_path())
+    /// What the server's certificate is checked against: nothing, a root file or the system's
+    /// authorities.
+    pub(crate) fn roots(&self) -> Roots<'_> {
+        match &self.verified {
+            None => Roots::None,
+            Some((Some(path), _)) => Roots::File(path),
+            Some((None, _)) => Roots::System,
+        }
     }
+}
+
+/// What a connection checks the server's certificate against, for the messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Roots<'a> {
+    None,
+    File(&'a Path),
+    System,
+}
+
+/// The system's trusted authorities, as a root store; `Err` is the sentence when none is found.
+fn system_roots() -> Result<RootCertStore, String> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut store = RootCertStore::empty();
+    let (added, _) = store.add_parsable_certificates(found.certs);
+    if added == 0 {
+        let why = found
+            .errors
+            .first()
+            .map_or_else(|| "none was found".to_owned(), |e| e.to_string());
+        return Err(format!(
+            "sslrootcert=system found no trusted certificate authority on this system ({why}); install the system's CA certificates (Debian: ca-certificates) or name the authority's file with sslrootcert=PATH"
+        ));
+    }
+    Ok(store)
 }
 
 /// The certificates of a PEM file, as a root store; `Err` is the sentence when it holds none.
@@ -332,16 +379,20 @@ impl ServerCertVerifier for Unverified {
 pub(crate) fn certificate_problem(
     e: &rustls::Error,
     host: &str,
-    roots: Option<&Path>,
+    roots: Roots<'_>,
 ) -> Option<(String, String)> {
     let rustls::Error::InvalidCertificate(cert) = e else {
         return None;
     };
-    let roots_named = roots.map_or_else(String::new, |p| format!(" in {}", p.display()));
+    let signers = match roots {
+        Roots::File(p) => format!("no certificate in {} signed it", p.display()),
+        Roots::System => "none of the system's trusted authorities signed it".to_owned(),
+        Roots::None => "no known certificate signed it".to_owned(),
+    };
     let give_root = "give the certificate of the authority that signed it with sslrootcert=PATH in the URL (or PGSSLROOTCERT)";
     Some(match cert {
         CertificateError::UnknownIssuer => (
-            format!("its issuer is unknown (no certificate{roots_named} signed it)"),
+            format!("its issuer is unknown ({signers})"),
             give_root.to_owned(),
         ),
         CertificateError::Expired | CertificateError::ExpiredContext { .. } => (

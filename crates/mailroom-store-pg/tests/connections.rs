@@ -754,6 +754,39 @@ fn a_host_name_the_certificate_does_not_name_fails_verify_full_and_passes_verify
 }
 
 #[test]
+fn the_systems_authorities_verify_the_full_name_and_do_not_know_a_private_authority() {
+    let pki = Pki::new("verify_system");
+    pki.server("local", "IP:127.0.0.1");
+    let port = server_with_tls(&pki.path("local.pem"), &pki.path("local.key"), 2);
+    // Without sslmode, sslrootcert=system means verify-full, as in libpq.
+    for query in [
+        "sslrootcert=system",
+        "sslmode=verify-full&sslrootcert=system",
+    ] {
+        let (kind, text) = open_error(&format!("postgres://alice@127.0.0.1:{port}/mail?{query}"));
+        let unknown = format!(
+            "the PostgreSQL server at postgres://alice@127.0.0.1:{port}/mail {CERTIFICATE_FAILED}, so nothing was sent to it: its issuer is unknown (none of the system's trusted authorities signed it); give the certificate of the authority that signed it with sslrootcert=PATH in the URL (or PGSSLROOTCERT)"
+        );
+        // A machine without the system's CA certificates says so instead, before connecting.
+        let none = "sslrootcert=system found no trusted certificate authority on this system";
+        assert!(
+            (kind == mailroom_core::ErrorKind::Store && text == unknown)
+                || (kind == mailroom_core::ErrorKind::Invalid && text.starts_with(none)),
+            "{query}: {text}"
+        );
+    }
+    // A weaker mode would accept a certificate any of them signed for another name.
+    let (kind, text) = open_error(&format!(
+        "postgres://alice@127.0.0.1:{port}/mail?sslmode=verify-ca&sslrootcert=system"
+    ));
+    assert_eq!(kind, mailroom_core::ErrorKind::Invalid);
+    assert!(
+        text.starts_with("sslrootcert=system trusts every authority of the system, so it needs sslmode=verify-full"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_verifying_mode_whose_root_file_is_missing_is_refused_before_connecting() {
     let pki = Pki::new("verify_missing");
     let missing = pki.path("nowhere.pem");
