@@ -59,6 +59,8 @@ const ATTEMPTS: usize = 5;
 /// A store on a PostgreSQL database.
 pub struct PgStore {
     config: Config,
+    /// How connections are encrypted and verified; `None`: as `config`'s `sslmode`, unverified.
+    tls: Option<tls::Tls>,
     /// The URL without its password: the only form ever shown.
     shown: String,
     /// The schema the tables are in (`current_schema()`), which keeps notification channels of
@@ -192,39 +194,113 @@ pub fn redacted(raw: &str) -> String {
 /// must never hold a session up: the hooks and `setup --check`.
 pub const QUICK_CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// A parsed URL: the driver's settings, and the TLS that verifies what its `sslmode` asks
+/// (see `tls`). A [`Config`] built by hand converts into one that encrypts as its `sslmode`
+/// says and verifies no certificate.
+#[derive(Debug, Clone)]
+pub struct Target {
+    config: Config,
+    /// `None`: as the driver's `sslmode` says, unverified.
+    tls: Option<tls::Tls>,
+}
+
+impl Target {
+    /// The driver's settings (`sslmode` there is `require` for the verifying modes).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
+impl From<Config> for Target {
+    fn from(config: Config) -> Target {
+        Target { config, tls: None }
+    }
+}
+
 /// [`parse_url_with`], then a password from `passwords` when the URL has none (see
-/// [`PasswordSources`]); also returns a warning to show the user when the password file was
-/// ignored.
+/// [`PasswordSources`]) and the root certificates its `sslmode` needs (the URL's
+/// `sslrootcert`, else `PGSSLROOTCERT`, else `~/.postgresql/root.crt`, read now: a verifying
+/// mode without them is refused here); also returns a warning to show the user when the
+/// password file was ignored.
 pub fn parse_url_for(
     raw: &str,
     connect_timeout: Duration,
     passwords: &PasswordSources,
-) -> Result<(Config, Option<String>), Error> {
-    let mut config = parse_url_with(raw, connect_timeout)?;
+) -> Result<(Target, Option<String>), Error> {
+    let parsed = parse_parts(raw, connect_timeout)?;
+    let mut config = parsed.config;
     let warning = passwords.fill(&mut config);
-    Ok((config, warning))
+    let roots = match parsed.root_cert {
+        Some(path) => tls::RootSource::Named(path),
+        None => passwords.root_source(),
+    };
+    let roots = match roots {
+        tls::RootSource::Named(p) if p.as_os_str() == "system" => tls::RootSource::System,
+        other => other,
+    };
+    let mode = match parsed.verify {
+        Some(mode) => mode,
+        // As in libpq: the system's authorities make verify-full the default.
+        None if !parsed.sslmode_given && roots == tls::RootSource::System => {
+            tls::SslMode::VerifyFull
+        }
+        None => tls::SslMode::of_driver(&config),
+    };
+    let tls = tls::Tls::for_mode(mode, &roots).map_err(Error::Invalid)?;
+    Ok((
+        Target {
+            config,
+            tls: Some(tls),
+        },
+        warning,
+    ))
 }
 
 /// How long a connection attempt may take when the URL does not say, for a command that is
 /// not a hook.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = CONNECT_TIMEOUT;
 
-/// Parses a PostgreSQL URL (or `key=value` string), adding mailroom's defaults.
+/// Parses a PostgreSQL URL (or `key=value` string), adding mailroom's defaults. The driver's
+/// settings only: `verify-ca` and `verify-full` become `require` and `sslrootcert` is left
+/// out, so a connection made with it verifies no certificate (see [`parse_url_for`]).
 pub fn parse_url(raw: &str) -> Result<Config, Error> {
     parse_url_with(raw, CONNECT_TIMEOUT)
 }
 
 /// [`parse_url`] with `connect_timeout` as the connection timeout when the URL gives none.
 pub fn parse_url_with(raw: &str, connect_timeout: Duration) -> Result<Config, Error> {
-    if let Some(mode) = ["verify-ca", "verify-full"]
-        .into_iter()
-        .find(|m| raw.contains(&format!("sslmode={m}")))
-    {
-        return Err(Error::Invalid(format!(
-            "sslmode={mode} is not supported: this mailroom does not verify server certificates; write sslmode=require (encrypted, certificate not checked) and reach the server over a network you trust"
-        )));
-    }
-    let mut config: Config = raw
+    parse_parts(raw, connect_timeout).map(|p| p.config)
+}
+
+/// A URL taken apart: the driver's settings and the TLS parameters the driver does not know.
+struct Parsed {
+    config: Config,
+    /// `verify-ca` or `verify-full` when the URL's (last) `sslmode` says so.
+    verify: Option<tls::SslMode>,
+    /// Whether the URL has an `sslmode` at all.
+    sslmode_given: bool,
+    /// The URL's `sslrootcert`.
+    root_cert: Option<std::path::PathBuf>,
+}
+
+fn parse_parts(raw: &str, connect_timeout: Duration) -> Result<Parsed, Error> {
+    let split = tls_params(raw);
+    let verify = match split.sslmode.as_deref() {
+        Some(value) => tls::SslMode::parse(value)
+            .filter(|m| matches!(m, tls::SslMode::VerifyCa | tls::SslMode::VerifyFull)),
+        None => None,
+    };
+    let root_cert = match split.root_cert.as_deref() {
+        Some("") => {
+            return Err(Error::Invalid(
+                "the PostgreSQL URL's parameter 'sslrootcert' is empty; write the path of a PEM file of root certificates".to_owned(),
+            ));
+        }
+        Some(path) => Some(std::path::PathBuf::from(path)),
+        None => None,
+    };
+    let mut config: Config = split
+        .rest
         .parse()
         .map_err(|e: postgres::Error| Error::Invalid(url_problem(&e, raw)))?;
     if config.get_hosts().is_empty() {
@@ -236,7 +312,190 @@ pub fn parse_url_with(raw: &str, connect_timeout: Duration) -> Result<Config, Er
     if config.get_application_name().is_none() {
         config.application_name("mailroom");
     }
-    Ok(config)
+    Ok(Parsed {
+        config,
+        verify,
+        sslmode_given: split.sslmode.is_some(),
+        root_cert,
+    })
+}
+
+/// A raw URL with the TLS parameters the driver does not take out or rewritten.
+#[derive(Debug, PartialEq)]
+struct TlsParams {
+    /// The URL for the driver: `sslrootcert` removed, `sslmode=verify-…` written `require`.
+    rest: String,
+    /// The value of the last `sslmode`, decoded.
+    sslmode: Option<String>,
+    /// The value of the last `sslrootcert`, decoded.
+    root_cert: Option<String>,
+}
+
+/// Takes `sslrootcert` out of `raw` and writes `sslmode=verify-ca|verify-full` as `require`,
+/// in both of libpq's forms: a URL's query (`?a=b&c=d`, percent-encoded) and `key=value` words
+/// (values quoted with `'…'`, `\` escaping). What it cannot read is left for the driver to
+/// refuse.
+fn tls_params(raw: &str) -> TlsParams {
+    let mut sslmode = None;
+    let mut root_cert = None;
+    let verifying = |v: &str| v == "verify-ca" || v == "verify-full";
+    if is_url(raw) {
+        let Some((base, query)) = raw.split_once('?') else {
+            return TlsParams {
+                rest: raw.to_owned(),
+                sslmode,
+                root_cert,
+            };
+        };
+        let mut kept = Vec::new();
+        for pair in query.split('&') {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match key {
+                "sslrootcert" => root_cert = Some(percent_decoded(value)),
+                "sslmode" => {
+                    let value = percent_decoded(value);
+                    if verifying(&value) {
+                        kept.push("sslmode=require");
+                    } else {
+                        kept.push(pair);
+                    }
+                    sslmode = Some(value);
+                }
+                _ => kept.push(pair),
+            }
+        }
+        let rest = if kept.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", kept.join("&"))
+        };
+        return TlsParams {
+            rest,
+            sslmode,
+            root_cert,
+        };
+    }
+    let Some(words) = key_values(raw) else {
+        return TlsParams {
+            rest: raw.to_owned(),
+            sslmode,
+            root_cert,
+        };
+    };
+    let mut rest = String::with_capacity(raw.len());
+    let mut at = 0;
+    for (span, key, value) in words {
+        match key.as_str() {
+            "sslrootcert" => {
+                rest.push_str(&raw[at..span.start]);
+                at = span.end;
+                root_cert = Some(value);
+            }
+            "sslmode" => {
+                if verifying(&value) {
+                    rest.push_str(&raw[at..span.start]);
+                    rest.push_str("sslmode=require");
+                    at = span.end;
+                }
+                sslmode = Some(value);
+            }
+            _ => {}
+        }
+    }
+    rest.push_str(&raw[at..]);
+    TlsParams {
+        rest,
+        sslmode,
+        root_cert,
+    }
+}
+
+/// The `key=value` words of a libpq connection string, each with its byte span; `None` when it
+/// is not one (the driver then says what is wrong).
+fn key_values(raw: &str) -> Option<Vec<(std::ops::Range<usize>, String, String)>> {
+    let bytes = raw.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    let skip_space = |mut i: usize| {
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    loop {
+        i = skip_space(i);
+        if i >= bytes.len() {
+            return Some(out);
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i] != b'=' && !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key = raw.get(start..i)?.to_owned();
+        i = skip_space(i);
+        if bytes.get(i) != Some(&b'=') {
+            return None;
+        }
+        i = skip_space(i + 1);
+        let mut value = Vec::new();
+        if bytes.get(i) == Some(&b'\'') {
+            i += 1;
+            loop {
+                match bytes.get(i)? {
+                    b'\'' => {
+                        i += 1;
+                        break;
+                    }
+                    b'\\' => {
+                        value.push(*bytes.get(i + 1)?);
+                        i += 2;
+                    }
+                    b => {
+                        value.push(*b);
+                        i += 1;
+                    }
+                }
+            }
+        } else {
+            while let Some(&b) = bytes.get(i) {
+                if b.is_ascii_whitespace() {
+                    break;
+                }
+                if b == b'\\' {
+                    value.push(*bytes.get(i + 1)?);
+                    i += 2;
+                } else {
+                    value.push(b);
+                    i += 1;
+                }
+            }
+        }
+        out.push((start..i, key, String::from_utf8(value).ok()?));
+    }
+}
+
+/// `value` with its `%XX` escapes decoded (an invalid one is kept as written).
+fn percent_decoded(value: &str) -> String {
+    let bytes = value.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The connection parameters a URL may set, with what each accepts: the driver's, which are
@@ -247,7 +506,11 @@ const PARAMETERS: &[(&str, &str)] = &[
     ("dbname", "a database name"),
     ("options", "server options, as -c name=value"),
     ("application_name", "a name shown in pg_stat_activity"),
-    ("sslmode", "disable, prefer or require"),
+    (
+        "sslmode",
+        "disable, prefer, require, verify-ca or verify-full",
+    ),
+    ("sslrootcert", "the path of a PEM file of root certificates"),
     ("sslnegotiation", "postgres or direct"),
     ("host", "a host name, an address or a socket directory"),
     ("hostaddr", "an IP address"),
@@ -300,27 +563,67 @@ fn url_problem(e: &postgres::Error, raw: &str) -> String {
 
 /// A plain client for `url`, connected as the store connects (TLS as `sslmode` says): for
 /// tools and tests that look behind the store.
+///
+/// Reads no environment: a verifying `sslmode` needs the URL's `sslrootcert`.
 pub fn connect(url: &str) -> Result<Client, Error> {
-    let config = parse_url(url)?;
-    dial(&config, &shown_url(&config))
+    let (target, _) = parse_url_for(url, CONNECT_TIMEOUT, &PasswordSources::default())?;
+    dial(
+        &target.config,
+        target.tls.as_ref(),
+        &shown_url(&target.config),
+    )
 }
 
-/// A new connection to the server of `config`, encrypted as its `sslmode` says (see `tls`);
-/// its failure is one sentence naming `shown`.
-pub(crate) fn dial(config: &Config, shown: &str) -> Result<Client, Error> {
-    let tls = tls::connector().map_err(|e| {
-        sentence(
-            format!("cannot set up TLS for the PostgreSQL server at {shown}"),
-            e.to_string(),
-        )
-    })?;
+/// A new connection to the server of `config`, encrypted as its `sslmode` says and verified as
+/// `tls` says (see `tls`; `None`: unverified); its failure is one sentence naming `shown`.
+pub(crate) fn dial(config: &Config, tls: Option<&tls::Tls>, shown: &str) -> Result<Client, Error> {
+    let unverified;
+    let tls = match tls {
+        Some(tls) => tls,
+        None => {
+            unverified = tls::Tls::unverified(tls::SslMode::of_driver(config)).map_err(|e| {
+                sentence(
+                    format!("cannot set up TLS for the PostgreSQL server at {shown}"),
+                    e,
+                )
+            })?;
+            &unverified
+        }
+    };
     config
-        .connect(tls)
-        .map_err(|e| connect_error(shown, config, &e))
+        .connect(tls.connector())
+        .map_err(|e| connect_error(shown, config, Some(tls), &e))
+}
+
+/// The rustls error under a failed TLS handshake, if that is what it was.
+fn rustls_error(e: &postgres::Error) -> Option<&rustls::Error> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(r) = s.downcast_ref::<rustls::Error>() {
+            return Some(r);
+        }
+        if let Some(r) = s
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(r);
+        }
+        source = s.source();
+    }
+    None
 }
 
 /// The sentence for a connection that could not be made.
-fn connect_error(shown: &str, config: &Config, e: &postgres::Error) -> Error {
+///
+/// `tls` is what the connection was to verify (`None`: nothing, as `config`'s `sslmode` says).
+fn connect_error(
+    shown: &str,
+    config: &Config,
+    tls: Option<&tls::Tls>,
+    e: &postgres::Error,
+) -> Error {
+    let mode = tls.map_or_else(|| tls::SslMode::of_driver(config), tls::Tls::mode);
     if let Some(db) = e.as_db_error() {
         let code = db.code();
         if *code == SqlState::INVALID_PASSWORD
@@ -350,8 +653,25 @@ fn connect_error(shown: &str, config: &Config, e: &postgres::Error) -> Error {
         let cause = std::error::Error::source(e).map_or_else(String::new, ToString::to_string);
         if cause.contains("does not support TLS") {
             return sentence(
-                format!("the PostgreSQL server at {shown} does not offer TLS, and the URL asks for sslmode=require"),
+                format!(
+                    "the PostgreSQL server at {shown} does not offer TLS, and the URL asks for sslmode={}",
+                    mode.name()
+                ),
                 "turn ssl on in the server's postgresql.conf, or write sslmode=prefer (encrypt when offered) or sslmode=disable in the URL".to_owned(),
+            );
+        }
+        let host = match config.get_hosts().first() {
+            Some(postgres::config::Host::Tcp(h)) => h.as_str(),
+            _ => "",
+        };
+        if let Some((what, fix)) = rustls_error(e).and_then(|r| {
+            tls::certificate_problem(r, host, tls.map_or(tls::Roots::None, tls::Tls::roots))
+        }) {
+            return sentence(
+                format!(
+                    "the PostgreSQL server at {shown} showed a certificate that failed verification, so nothing was sent to it"
+                ),
+                format!("{what}; {fix}"),
             );
         }
         return sentence(
@@ -414,23 +734,31 @@ enum Failure {
 impl PgStore {
     /// Opens the store at `url`: connects once, checks (and if needed creates or upgrades) the
     /// schema, and keeps the connection for the first call.
+    ///
+    /// Reads no environment: a verifying `sslmode` needs the URL's `sslrootcert` (the binary
+    /// opens with [`parse_url_for`], which also looks where libpq looks).
     pub fn open(url: &str) -> Result<PgStore, Error> {
-        PgStore::open_config(parse_url(url)?)
+        PgStore::open_config(parse_url_for(url, CONNECT_TIMEOUT, &PasswordSources::default())?.0)
     }
 
     /// [`PgStore::open`] giving up on connecting after [`QUICK_CONNECT_TIMEOUT`] unless the URL
     /// sets its own `connect_timeout`: for the hooks and `setup --check`, which run at a
     /// session's start and must not hold it for long when the server is unreachable.
     pub fn open_quick(url: &str) -> Result<PgStore, Error> {
-        PgStore::open_config(parse_url_with(url, QUICK_CONNECT_TIMEOUT)?)
+        PgStore::open_config(
+            parse_url_for(url, QUICK_CONNECT_TIMEOUT, &PasswordSources::default())?.0,
+        )
     }
 
-    pub fn open_config(config: Config) -> Result<PgStore, Error> {
+    /// Opens the store at `target` (a [`Target`] from [`parse_url_for`], or a [`Config`]).
+    pub fn open_config(target: impl Into<Target>) -> Result<PgStore, Error> {
+        let Target { config, tls } = target.into();
         let shown = shown_url(&config);
-        let mut client = dial(&config, &shown)?;
+        let mut client = dial(&config, tls.as_ref(), &shown)?;
         let schema = migrate(&mut client, &shown)?;
         Ok(PgStore {
             config,
+            tls,
             shown,
             schema,
             idle: Mutex::new(vec![Conn::new(client)]),
@@ -580,7 +908,7 @@ impl PgStore {
     }
 
     fn connect(&self) -> Result<Conn, Error> {
-        dial(&self.config, &self.shown).map(Conn::new)
+        dial(&self.config, self.tls.as_ref(), &self.shown).map(Conn::new)
     }
 
     fn take(&self) -> Result<Conn, Error> {
@@ -935,7 +1263,7 @@ mod tests {
         let cases = [
             (
                 "postgres://u:s3cret@h/d?sslmode=bogus",
-                "the PostgreSQL URL's parameter 'sslmode' has a value it does not accept; write disable, prefer or require",
+                "the PostgreSQL URL's parameter 'sslmode' has a value it does not accept; write disable, prefer, require, verify-ca or verify-full",
             ),
             (
                 "postgres://u:s3cret@h/d?target_session_attrs=primary",
@@ -973,6 +1301,139 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.get_connect_timeout(), Some(&Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn tls_parameters_are_taken_out_of_both_forms_of_url() {
+        let p = tls_params(
+            "postgres://u:pw@h/d?sslmode=verify-full&sslrootcert=%2Ftmp%2Fmy%20ca.pem&options=x",
+        );
+        assert_eq!(
+            p,
+            TlsParams {
+                rest: "postgres://u:pw@h/d?sslmode=require&options=x".into(),
+                sslmode: Some("verify-full".into()),
+                root_cert: Some("/tmp/my ca.pem".into()),
+            }
+        );
+        let p = tls_params("postgres://u@h/d?sslrootcert=ca.pem");
+        assert_eq!(p.rest, "postgres://u@h/d");
+        assert_eq!(p.root_cert.as_deref(), Some("ca.pem"));
+        let p = tls_params("host=h sslmode = verify-ca sslrootcert='/a b/c\\'d.pem' user=u");
+        assert_eq!(
+            p,
+            TlsParams {
+                rest: "host=h sslmode=require  user=u".into(),
+                sslmode: Some("verify-ca".into()),
+                root_cert: Some("/a b/c'd.pem".into()),
+            }
+        );
+        let p = tls_params("postgres://u@h/d?sslmode=disable");
+        assert_eq!(p.rest, "postgres://u@h/d?sslmode=disable");
+        assert_eq!(p.sslmode.as_deref(), Some("disable"));
+    }
+
+    #[test]
+    fn verifying_modes_parse_to_an_encrypted_connection_of_the_driver() {
+        let c = parse_url("postgres://u@h/d?sslmode=verify-full&sslrootcert=/nowhere.pem").unwrap();
+        assert_eq!(c.get_ssl_mode(), postgres::config::SslMode::Require);
+        // The last sslmode wins, as in libpq.
+        let parsed = parse_parts(
+            "postgres://u@h/d?sslmode=verify-full&sslmode=disable",
+            CONNECT_TIMEOUT,
+        )
+        .unwrap();
+        assert_eq!(parsed.verify, None);
+        assert_eq!(
+            parsed.config.get_ssl_mode(),
+            postgres::config::SslMode::Disable
+        );
+    }
+
+    #[test]
+    fn a_verifying_mode_without_its_root_file_is_refused_naming_where_it_looked() {
+        let nowhere = std::env::temp_dir().join(format!("mailroom-no-home-{}", std::process::id()));
+        let sources = PasswordSources {
+            home: Some(nowhere.clone()),
+            ..PasswordSources::default()
+        };
+        let e = parse_url_for(
+            "postgres://u@h/d?sslmode=verify-full",
+            CONNECT_TIMEOUT,
+            &sources,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid);
+        let expected = nowhere.join(".postgresql").join("root.crt");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "sslmode=verify-full needs the certificate of the authority that signed the server's certificate, and there is none at {}; put it there, or name its file with sslrootcert=PATH in the URL (or PGSSLROOTCERT)",
+                expected.display()
+            )
+        );
+        // require without a root file encrypts without verifying, as in libpq.
+        let (target, _) = parse_url_for(
+            "postgres://u@h/d?sslmode=require",
+            CONNECT_TIMEOUT,
+            &sources,
+        )
+        .unwrap();
+        assert_eq!(
+            target.tls.as_ref().map(tls::Tls::roots),
+            Some(tls::Roots::None)
+        );
+        // A file named by PGSSLROOTCERT must exist, whatever the mode that would use it.
+        let named = PasswordSources {
+            root_cert: Some(nowhere.join("ca.pem")),
+            ..sources
+        };
+        let e =
+            parse_url_for("postgres://u@h/d?sslmode=require", CONNECT_TIMEOUT, &named).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        let e = parse_url_for(
+            "postgres://u@h/d?sslmode=verify-ca&sslrootcert=system",
+            CONNECT_TIMEOUT,
+            &named,
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("sslrootcert=system"), "{e}");
+        // disable and prefer never look for one, even where PGSSLROOTCERT names "system".
+        let system = PasswordSources {
+            root_cert: Some("system".into()),
+            ..PasswordSources::default()
+        };
+        for mode in ["disable", "prefer"] {
+            for sources in [&named, &system] {
+                parse_url_for(
+                    &format!("postgres://u@h/d?sslmode={mode}"),
+                    CONNECT_TIMEOUT,
+                    sources,
+                )
+                .unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_root_file_without_certificates_is_refused() {
+        let file =
+            std::env::temp_dir().join(format!("mailroom-empty-ca-{}.pem", std::process::id()));
+        std::fs::write(&file, "not a certificate\n").unwrap();
+        let url = format!(
+            "postgres://u@h/d?sslmode=verify-ca&sslrootcert={}",
+            file.display()
+        );
+        let e = parse_url_for(&url, CONNECT_TIMEOUT, &PasswordSources::default()).unwrap_err();
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the root certificate file {} cannot serve as roots: it holds no -----BEGIN CERTIFICATE----- block; give the PEM file of the authority that signed the server's certificate",
+                file.display()
+            )
+        );
     }
 
     #[test]

@@ -1,22 +1,27 @@
-//! The password a URL leaves out, found where libpq finds it: `PGPASSWORD`, else the password
-//! file (`PGPASSFILE`, else `~/.pgpass`), whose first matching line wins. A password file that
-//! its group or others may read is ignored with a warning, as libpq ignores it. No password is
-//! ever part of a message.
+//! What a URL leaves out, found where libpq finds it. The password: `PGPASSWORD`, else the
+//! password file (`PGPASSFILE`, else `~/.pgpass`), whose first matching line wins. A password
+//! file that its group or others may read is ignored with a warning, as libpq ignores it. No
+//! password is ever part of a message. The root certificates that verify the server (when
+//! the URL has no `sslrootcert`): `PGSSLROOTCERT`, else `~/.postgresql/root.crt`.
 
 use std::path::PathBuf;
 
 use postgres::Config;
 use postgres::config::Host;
 
-/// Where a password may come from, as the binary gathered it (the store reads no environment).
+/// Where a password and the root certificates may come from, as the binary gathered them (the
+/// store reads no environment).
 #[derive(Clone, Default)]
 pub struct PasswordSources {
     /// `PGPASSWORD`.
     pub password: Option<String>,
     /// `PGPASSFILE`.
     pub file: Option<PathBuf>,
-    /// The user's home directory, where `.pgpass` is looked for when `PGPASSFILE` is not set.
+    /// The user's home directory, where `.pgpass` is looked for when `PGPASSFILE` is not set,
+    /// and `.postgresql/root.crt` when `PGSSLROOTCERT` is not.
     pub home: Option<PathBuf>,
+    /// `PGSSLROOTCERT`.
+    pub root_cert: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for PasswordSources {
@@ -25,18 +30,30 @@ impl std::fmt::Debug for PasswordSources {
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("file", &self.file)
             .field("home", &self.home)
+            .field("root_cert", &self.root_cert)
             .finish()
     }
 }
 
 impl PasswordSources {
-    /// The sources of this process: `PGPASSWORD`, `PGPASSFILE` and `HOME`.
+    /// The sources of this process: `PGPASSWORD`, `PGPASSFILE`, `PGSSLROOTCERT` and `HOME`.
     pub fn from_process() -> PasswordSources {
         let set = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         PasswordSources {
             password: set("PGPASSWORD").and_then(|v| v.into_string().ok()),
             file: set("PGPASSFILE").map(PathBuf::from),
             home: set("HOME").map(PathBuf::from),
+            root_cert: set("PGSSLROOTCERT").map(PathBuf::from),
+        }
+    }
+
+    /// Where the root certificates are, for a URL without `sslrootcert`.
+    pub(crate) fn root_source(&self) -> crate::tls::RootSource {
+        use crate::tls::RootSource;
+        match (&self.root_cert, &self.home) {
+            (Some(path), _) => RootSource::Named(path.clone()),
+            (None, Some(home)) => RootSource::Default(home.join(".postgresql").join("root.crt")),
+            (None, None) => RootSource::Nowhere,
         }
     }
 
@@ -159,6 +176,7 @@ mod tests {
             password: password.map(str::to_owned),
             file: Some(file.clone()),
             home: None,
+            root_cert: None,
         };
         let filled = |url: &str, s: PasswordSources| {
             let mut c: Config = url.parse().unwrap();

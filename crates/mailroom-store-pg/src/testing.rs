@@ -69,7 +69,7 @@ impl TestDb {
             panic!(
                 "{test}: the PostgreSQL test server at {} does not answer ({}); start it, point MAILROOM_TEST_PG_URL at one, or run scripts/test (which says when the PostgreSQL half did not run)",
                 crate::shown_url(&admin),
-                crate::connect_error(&crate::shown_url(&admin), &admin, &e)
+                crate::connect_error(&crate::shown_url(&admin), &admin, None, &e)
             )
         });
         client

@@ -16,6 +16,7 @@ use crate::PgStore;
 
 pub(crate) struct PgWatch {
     config: Config,
+    tls: Option<crate::tls::Tls>,
     shown: String,
     channels: Vec<String>,
     client: Client,
@@ -26,6 +27,7 @@ impl PgWatch {
         let client = listen(store, &store.config, &channels)?;
         Ok(PgWatch {
             config: store.config.clone(),
+            tls: store.tls.clone(),
             shown: store.shown.clone(),
             channels,
             client,
@@ -33,7 +35,7 @@ impl PgWatch {
     }
 
     fn reconnect(&mut self) -> Result<()> {
-        let client = crate::dial(&self.config, &self.shown)?;
+        let client = crate::dial(&self.config, self.tls.as_ref(), &self.shown)?;
         self.client = client;
         listen_on(&mut self.client, &self.channels).map_err(|e| {
             crate::sentence(
@@ -64,7 +66,7 @@ fn listen_on(client: &mut Client, channels: &[String]) -> Result<(), postgres::E
 }
 
 fn listen(store: &PgStore, config: &Config, channels: &[String]) -> Result<Client> {
-    let mut client = crate::dial(config, &store.shown)?;
+    let mut client = crate::dial(config, store.tls.as_ref(), &store.shown)?;
     listen_on(&mut client, channels).map_err(|e| store.failed("start listening for mail", &e))?;
     Ok(client)
 }

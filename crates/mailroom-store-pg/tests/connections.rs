@@ -464,11 +464,493 @@ fn sslmode_require_against_a_server_without_tls_fails_in_one_sentence() {
     );
 }
 
+/// A certificate authority and server certificates made for one test with the `openssl`
+/// command, in a directory of their own that is removed at the end.
+struct Pki {
+    dir: std::path::PathBuf,
+}
+
+impl Pki {
+    /// # Panics
+    /// When `openssl` is missing or fails: these tests need it (it is on every machine that
+    /// runs them; install the `openssl` package otherwise).
+    fn new(test: &str) -> Pki {
+        let dir = std::env::temp_dir().join(format!(
+            "mailroom-pki-{test}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pki = Pki { dir };
+        pki.authority("ca");
+        pki
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.join(name)
+    }
+
+    /// Runs `openssl` with `args`, words separated by spaces (none holds one), in the directory.
+    fn openssl(&self, args: &str) {
+        let out = std::process::Command::new("openssl")
+            .args(args.split_whitespace())
+            .current_dir(&self.dir)
+            .output()
+            .expect("these tests make certificates with the openssl command: install openssl");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A self-signed authority: `NAME.pem` and `NAME.key`.
+    fn authority(&self, name: &str) {
+        self.openssl(&format!(
+            "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+             -keyout {name}.key -out {name}.pem -days 3650 -subj /CN=mailroom-test-{name} \
+             -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign"
+        ));
+    }
+
+    /// A key `NAME.key`, a request `NAME.csr` and the extensions `NAME.ext` of a server
+    /// certificate for `san` (`DNS:…` or `IP:…`, comma-separated).
+    fn request(&self, name: &str, san: &str) {
+        self.openssl(&format!(
+            "req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+             -keyout {name}.key -out {name}.csr -subj /CN={name}"
+        ));
+        std::fs::write(
+            self.path(&format!("{name}.ext")),
+            format!(
+                "subjectAltName={san}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n"
+            ),
+        )
+        .unwrap();
+    }
+
+    /// A server certificate signed by the authority `ca` for `san`: `NAME.pem` and
+    /// `NAME.key`, valid for ten years from now.
+    fn server(&self, name: &str, san: &str) {
+        self.request(name, san);
+        self.openssl(&format!(
+            "x509 -req -in {name}.csr -CA ca.pem -CAkey ca.key -set_serial {} -days 3650 \
+             -extfile {name}.ext -out {name}.pem",
+            std::process::id()
+        ));
+    }
+}
+
+impl Pki {
+    /// As [`Pki::server`], but valid for one day of 2020 only: expired.
+    fn expired_server(&self, name: &str, san: &str) {
+        self.request(name, san);
+        // `openssl x509` cannot back-date; `openssl ca` can, with a minimal configuration.
+        std::fs::write(
+            self.path("ca.cnf"),
+            "[ca]\ndefault_ca = here\n[here]\ndatabase = index.txt\nnew_certs_dir = .\nserial = serial\ndefault_md = sha256\npolicy = any\n[any]\ncommonName = supplied\n",
+        )
+        .unwrap();
+        std::fs::write(self.path("index.txt"), "").unwrap();
+        std::fs::write(self.path("serial"), "1000\n").unwrap();
+        self.openssl(&format!(
+            "ca -batch -config ca.cnf -cert ca.pem -keyfile ca.key -in {name}.csr \
+             -out {name}.pem -notext -startdate 20200101000000Z -enddate 20200102000000Z \
+             -extfile {name}.ext"
+        ));
+    }
+}
+
+impl Drop for Pki {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A PostgreSQL endpoint that answers the SSLRequest with `S`, does the TLS handshake with the
+/// certificate `cert` and key `key` (PEM files), and answers the startup message that follows
+/// with an error saying [`PAST_TLS`]: as far as a client can get without a real server. Serves
+/// `attempts` connections; returns its port.
+fn server_with_tls(cert: &std::path::Path, key: &std::path::Path, attempts: usize) -> u16 {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use std::io::{Read, Write};
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_file(key).unwrap();
+    let config = std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap(),
+    );
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        for _ in 0..attempts {
+            let Ok((mut s, _)) = listener.accept() else {
+                return;
+            };
+            let mut request = [0u8; 8];
+            if s.read_exact(&mut request).is_err() || request != [0, 0, 0, 8, 4, 210, 22, 47] {
+                continue;
+            }
+            if s.write_all(b"S").is_err() {
+                continue;
+            }
+            let Ok(mut tls) = rustls::ServerConnection::new(config.clone()) else {
+                return;
+            };
+            // The handshake, as far as the client lets it go.
+            while tls.is_handshaking() {
+                if tls.complete_io(&mut s).is_err() {
+                    break;
+                }
+            }
+            if tls.is_handshaking() {
+                continue;
+            }
+            // Past TLS: read the startup message and refuse it with an error of our own, which
+            // tells the test that the client got this far.
+            let mut stream = rustls::Stream::new(&mut tls, &mut s);
+            let mut length = [0u8; 4];
+            if stream.read_exact(&mut length).is_err() {
+                continue;
+            }
+            let mut startup = vec![0u8; (u32::from_be_bytes(length) as usize).saturating_sub(4)];
+            if stream.read_exact(&mut startup).is_err() {
+                continue;
+            }
+            let mut fields = Vec::new();
+            for (code, text) in [
+                (b'S', "FATAL"),
+                (b'V', "FATAL"),
+                (b'C', "08P01"),
+                (b'M', PAST_TLS),
+            ] {
+                fields.push(code);
+                fields.extend_from_slice(text.as_bytes());
+                fields.push(0);
+            }
+            fields.push(0);
+            let mut error = vec![b'E'];
+            error.extend_from_slice(&(fields.len() as u32 + 4).to_be_bytes());
+            error.extend_from_slice(&fields);
+            let _ = stream.write_all(&error);
+            let _ = stream.flush();
+            tls.send_close_notify();
+            let _ = tls.complete_io(&mut s);
+        }
+    });
+    port
+}
+
+/// The error of opening `url`, as text, with the test's directory for `{dir}`.
+fn open_error(url: &str) -> (mailroom_core::ErrorKind, String) {
+    let e = PgStore::open(url).unwrap_err();
+    (e.kind(), e.to_string())
+}
+
+const CERTIFICATE_FAILED: &str = "showed a certificate that failed verification";
+
+/// What the fake TLS server answers a startup message with, once the handshake passed.
+const PAST_TLS: &str = "the fake server got the startup message over TLS";
+
+/// The sentence of a connection refused by the fake server after a verified handshake.
+fn past_tls(port: u16) -> String {
+    format!(
+        "the PostgreSQL server at postgres://alice@127.0.0.1:{port}/mail refused the connection: {PAST_TLS}"
+    )
+}
+
 #[test]
-fn verify_modes_are_refused_rather_than_weakened() {
-    let e = PgStore::open("postgres://u@127.0.0.1:1/d?sslmode=verify-full").unwrap_err();
-    assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid);
-    assert!(e.to_string().contains("sslmode=require"), "{e}");
+fn verify_full_passes_tls_with_the_right_root_and_host_name() {
+    let pki = Pki::new("verify_full_ok");
+    pki.server("local", "IP:127.0.0.1");
+    let port = server_with_tls(&pki.path("local.pem"), &pki.path("local.key"), 2);
+    for mode in ["verify-full", "verify-ca"] {
+        let (_, text) = open_error(&format!(
+            "postgres://alice:hunter2@127.0.0.1:{port}/mail?sslmode={mode}&sslrootcert={}",
+            pki.path("ca.pem").display()
+        ));
+        assert_eq!(text, past_tls(port), "{mode}");
+    }
+}
+
+#[test]
+fn verify_full_with_the_wrong_root_names_the_unknown_issuer_and_the_fix() {
+    let pki = Pki::new("verify_full_wrong_root");
+    pki.server("local", "IP:127.0.0.1");
+    pki.authority("other");
+    let port = server_with_tls(&pki.path("local.pem"), &pki.path("local.key"), 3);
+    let other = pki.path("other.pem");
+    for mode in ["verify-full", "verify-ca", "require"] {
+        let (kind, text) = open_error(&format!(
+            "postgres://alice:hunter2@127.0.0.1:{port}/mail?sslmode={mode}&sslrootcert={}",
+            other.display()
+        ));
+        assert_eq!(kind, mailroom_core::ErrorKind::Store, "{text}");
+        assert_eq!(
+            text,
+            format!(
+                "the PostgreSQL server at postgres://alice@127.0.0.1:{port}/mail {CERTIFICATE_FAILED}, so nothing was sent to it: its issuer is unknown (no certificate in {} signed it); give the certificate of the authority that signed it with sslrootcert=PATH in the URL (or PGSSLROOTCERT)",
+                other.display()
+            ),
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn an_expired_certificate_is_named_as_such_under_every_verifying_mode() {
+    let pki = Pki::new("verify_expired");
+    pki.expired_server("old", "IP:127.0.0.1");
+    let port = server_with_tls(&pki.path("old.pem"), &pki.path("old.key"), 2);
+    for mode in ["verify-full", "verify-ca"] {
+        let (kind, text) = open_error(&format!(
+            "postgres://alice@127.0.0.1:{port}/mail?sslmode={mode}&sslrootcert={}",
+            pki.path("ca.pem").display()
+        ));
+        assert_eq!(kind, mailroom_core::ErrorKind::Store, "{text}");
+        assert_eq!(
+            text,
+            format!(
+                "the PostgreSQL server at postgres://alice@127.0.0.1:{port}/mail {CERTIFICATE_FAILED}, so nothing was sent to it: it has expired; renew the server's certificate (or correct this machine's clock)"
+            ),
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn a_host_name_the_certificate_does_not_name_fails_verify_full_and_passes_verify_ca() {
+    let pki = Pki::new("verify_name");
+    pki.server("db", "DNS:db.example");
+    let port = server_with_tls(&pki.path("db.pem"), &pki.path("db.key"), 2);
+    let url = |mode: &str| {
+        format!(
+            "postgres://alice@127.0.0.1:{port}/mail?sslmode={mode}&sslrootcert={}",
+            pki.path("ca.pem").display()
+        )
+    };
+    let (_, text) = open_error(&url("verify-full"));
+    assert_eq!(
+        text,
+        format!(
+            "the PostgreSQL server at postgres://alice@127.0.0.1:{port}/mail {CERTIFICATE_FAILED}, so nothing was sent to it: its name does not match the host name '127.0.0.1' (it names db.example); connect with a host name the certificate names, or write sslmode=verify-ca to check the chain only"
+        )
+    );
+    let (_, text) = open_error(&url("verify-ca"));
+    assert_eq!(text, past_tls(port));
+}
+
+#[test]
+fn the_systems_authorities_verify_the_full_name_and_do_not_know_a_private_authority() {
+    let pki = Pki::new("verify_system");
+    pki.server("local", "IP:127.0.0.1");
+    let port = server_with_tls(&pki.path("local.pem"), &pki.path("local.key"), 2);
+    // Without sslmode, sslrootcert=system means verify-full, as in libpq.
+    for query in [
+        "sslrootcert=system",
+        "sslmode=verify-full&sslrootcert=system",
+    ] {
+        let (kind, text) = open_error(&format!("postgres://alice@127.0.0.1:{port}/mail?{query}"));
+        let unknown = format!(
+            "the PostgreSQL server at postgres://alice@127.0.0.1:{port}/mail {CERTIFICATE_FAILED}, so nothing was sent to it: its issuer is unknown (none of the system's trusted authorities signed it); give the certificate of the authority that signed it with sslrootcert=PATH in the URL (or PGSSLROOTCERT)"
+        );
+        // A machine without the system's CA certificates says so instead, before connecting.
+        let none = "sslrootcert=system found no trusted certificate authority on this system";
+        assert!(
+            (kind == mailroom_core::ErrorKind::Store && text == unknown)
+                || (kind == mailroom_core::ErrorKind::Invalid && text.starts_with(none)),
+            "{query}: {text}"
+        );
+    }
+    // A weaker mode would accept a certificate any of them signed for another name.
+    let (kind, text) = open_error(&format!(
+        "postgres://alice@127.0.0.1:{port}/mail?sslmode=verify-ca&sslrootcert=system"
+    ));
+    assert_eq!(kind, mailroom_core::ErrorKind::Invalid);
+    assert!(
+        text.starts_with("sslrootcert=system trusts every authority of the system, so it needs sslmode=verify-full"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_verifying_mode_whose_root_file_is_missing_is_refused_before_connecting() {
+    let pki = Pki::new("verify_missing");
+    let missing = pki.path("nowhere.pem");
+    // Port 1: nothing listens there; the refusal must come before any attempt.
+    let (kind, text) = open_error(&format!(
+        "postgres://alice@127.0.0.1:1/mail?sslmode=verify-full&sslrootcert={}",
+        missing.display()
+    ));
+    assert_eq!(kind, mailroom_core::ErrorKind::Invalid);
+    assert_eq!(
+        text,
+        format!(
+            "the root certificate file {} named for sslmode=verify-full does not exist; give the file of the certificate authority that signed the server's certificate (sslrootcert=PATH in the URL, or PGSSLROOTCERT)",
+            missing.display()
+        )
+    );
+    let (kind, text) = open_error("postgres://alice@127.0.0.1:1/mail?sslmode=verify-ca");
+    assert_eq!(kind, mailroom_core::ErrorKind::Invalid);
+    assert_eq!(
+        text,
+        "sslmode=verify-ca needs the certificate of the authority that signed the server's certificate; name its file with sslrootcert=PATH in the URL (or PGSSLROOTCERT)"
+    );
+}
+
+/// A private PostgreSQL cluster with `ssl = on` and the server certificate `local` of `pki`,
+/// on a free port of 127.0.0.1, trusting every local login; stopped and removed when dropped.
+/// When this process is root (as CI is), the cluster runs as the `postgres` account, since
+/// PostgreSQL refuses to run as root.
+struct Cluster {
+    bin: std::path::PathBuf,
+    base: std::path::PathBuf,
+    as_postgres: bool,
+    port: u16,
+}
+
+impl Cluster {
+    /// `None`, having said so, when no `initdb` is installed under /usr/lib/postgresql.
+    fn start(pki: &Pki) -> Option<Cluster> {
+        let mut bins: Vec<std::path::PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("bin"))
+            .filter(|b| b.join("initdb").is_file() && b.join("pg_ctl").is_file())
+            .collect();
+        bins.sort();
+        let Some(bin) = bins.pop() else {
+            eprintln!(
+                "verify_full_end_to_end: SKIPPED, no initdb under /usr/lib/postgresql/*/bin to start a private cluster with ssl=on (install Debian's postgresql package); the verifying modes were checked against the fake TLS server only"
+            );
+            return None;
+        };
+        let base = pki.path("cluster");
+        std::fs::create_dir_all(&base).unwrap();
+        for name in ["local.pem", "local.key"] {
+            std::fs::copy(pki.path(name), base.join(name)).unwrap();
+        }
+        use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+        std::fs::set_permissions(
+            base.join("local.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        let as_postgres = std::fs::metadata(&base).unwrap().uid() == 0;
+        if as_postgres {
+            let out = std::process::Command::new("chown")
+                .args(["-R", "postgres:"])
+                .arg(&base)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "chown: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cluster = Cluster {
+            bin,
+            base,
+            as_postgres,
+            port,
+        };
+        cluster.run(
+            "initdb",
+            &["-D", "data", "-A", "trust", "-U", "postgres", "--no-sync"],
+        );
+        let options = format!(
+            "-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={base} -c ssl=on -c ssl_cert_file={base}/local.pem -c ssl_key_file={base}/local.key -c fsync=off",
+            base = cluster.base.display()
+        );
+        cluster.run(
+            "pg_ctl",
+            &[
+                "-D", "data", "-l", "data/log", "-w", "-o", &options, "start",
+            ],
+        );
+        Some(cluster)
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let mut command = if self.as_postgres {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(self.bin.join(program));
+            c
+        } else {
+            std::process::Command::new(self.bin.join(program))
+        };
+        let out = command.args(args).current_dir(&self.base).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let mut command = if self.as_postgres {
+            let mut c = std::process::Command::new("runuser");
+            c.args(["-u", "postgres", "--"])
+                .arg(self.bin.join("pg_ctl"));
+            c
+        } else {
+            std::process::Command::new(self.bin.join("pg_ctl"))
+        };
+        let _ = command
+            .args(["-D", "data", "-m", "immediate", "-w", "stop"])
+            .current_dir(&self.base)
+            .output();
+    }
+}
+
+#[test]
+fn verify_full_end_to_end() {
+    let pki = Pki::new("verify_full_end_to_end");
+    pki.server("local", "IP:127.0.0.1,DNS:localhost");
+    pki.authority("other");
+    let Some(cluster) = Cluster::start(&pki) else {
+        return;
+    };
+    let url = |mode: &str, root: &str| {
+        format!(
+            "postgres://postgres@127.0.0.1:{}/postgres?sslmode={mode}&sslrootcert={}",
+            cluster.port,
+            pki.path(root).display()
+        )
+    };
+    assert!(encrypted(&url("verify-full", "ca.pem")));
+    let store = PgStore::open(&url("verify-full", "ca.pem")).unwrap();
+    let sent = message("alice@web", &["bob@web"], "verified");
+    store.deliver_all(&sent.to, &sent).unwrap();
+    let pending = store.pending(&addr("bob@web")).unwrap().messages;
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].message.body, "verified");
+    // The same server, with a root that did not sign its certificate: refused before login.
+    let e = PgStore::open(&url("verify-full", "other.pem")).unwrap_err();
+    assert!(e.to_string().contains("its issuer is unknown"), "{e}");
 }
 
 /// Whether the server says this connection is encrypted.

@@ -264,9 +264,11 @@ fn connection_failures_are_one_sentence_that_never_shows_the_password() {
             "is not a PostgreSQL URL",
         ),
         (
-            format!("postgres://postgres:hunter2secret@{host}/test?sslmode=verify-full"),
+            format!(
+                "postgres://postgres:hunter2secret@{host}/test?sslmode=verify-full&sslrootcert=/nonexistent/mailroom-ca.pem"
+            ),
             2,
-            "sslmode=verify-full is not supported",
+            "the root certificate file /nonexistent/mailroom-ca.pem named for sslmode=verify-full does not exist",
         ),
     ];
     for (url, code, says) in cases {
@@ -281,6 +283,22 @@ fn connection_failures_are_one_sentence_that_never_shows_the_password() {
         assert!(!run.stderr.contains("hunter2secret"), "{}", run.stderr);
         assert!(run.stdout.is_empty());
     }
+    // Without sslrootcert, the root file is PGSSLROOTCERT's, as in libpq.
+    let run = home
+        .as_("bob@web", ["inbox"])
+        .env(
+            "MAILROOM_URL",
+            format!("postgres://postgres:hunter2secret@{host}/test?sslmode=verify-ca"),
+        )
+        .env("PGSSLROOTCERT", "/nonexistent/pg-root.crt")
+        .fails(2);
+    assert!(
+        run.stderr.contains(
+            "the root certificate file /nonexistent/pg-root.crt named for sslmode=verify-ca does not exist"
+        ),
+        "{}",
+        run.stderr
+    );
     assert!(
         !home.path().exists(),
         "a failed connection falls back to nothing"
