@@ -100,6 +100,15 @@ impl Mark {
     }
 }
 
+/// The mark `saved` (by one store) spelled for another store whose change token is `target`:
+/// the same left-out messages after the other token. `None` unless `saved` says the injection
+/// saw everything up to `source`, the first store's token now: only then does "nothing new
+/// since" carry over (see `export`).
+pub(crate) fn translate_mark(saved: &str, source: &str, target: &str) -> Option<String> {
+    let (token, left_out) = saved.split_once('\n').unwrap_or((saved, ""));
+    (token.trim() == source).then(|| format!("{target}\n{left_out}"))
+}
+
 impl Mailroom<'_> {
     /// Whether nothing was delivered for `me` since the last injection into its sessions: the
     /// mid-session hooks' fast path (one small read and two `stat`s in a home, no listing, no
