@@ -151,8 +151,11 @@ impl Mailroom<'_> {
         target: &dyn Store,
     ) -> Result<bool> {
         let source = self.store();
-        // Mail arrived during the export: the session has not seen it.
-        if source.change_token(mailbox)? != token {
+        // Mail arrived during the export (the session has not seen it), or a hook saved
+        // another mark meanwhile (the next export carries that one).
+        if source.change_token(mailbox)? != token
+            || source.last_injected(mailbox)?.as_deref() != Some(saved)
+        {
             return Ok(false);
         }
         // The target shows this mailbox something the source does not (it held mail of its

@@ -272,3 +272,24 @@ impl Mailroom<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::translate_mark;
+
+    #[test]
+    fn a_mark_is_translated_only_while_it_holds_and_keeps_what_it_left_out() {
+        let left_out = "01ARZ3NDEKTSV4RRFFQ69G5FAV 01BX5ZZKBKACTAV9WEVGEMMVRZ";
+        let saved = format!("1700000000123:-\n{left_out}");
+        assert_eq!(
+            translate_mark(&saved, "1700000000123:-", "g7:3").as_deref(),
+            Some(format!("g7:3\n{left_out}").as_str())
+        );
+        assert_eq!(translate_mark(&saved, "1700000000999:-", "g7:3"), None);
+        // As the file store reads a mark that left nothing out: the token alone.
+        assert_eq!(
+            translate_mark("g7", "g7", "1700000000123").as_deref(),
+            Some("1700000000123\n")
+        );
+    }
+}

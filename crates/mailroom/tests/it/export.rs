@@ -107,3 +107,48 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// A file in `revisions/` that does not read is reported as not copied; the export goes on and
+/// copies the rest, and the file is left as it is.
+#[test]
+fn an_unreadable_revision_is_reported_and_the_rest_is_copied() {
+    let home = Home::new();
+    let id = home.send("a", "b", "v1");
+    home.as_("a", ["edit", &id, "--message", "v2"]).ok();
+    let revisions = home.path().join("projects/default/boxes/b/revisions");
+    std::fs::write(
+        revisions.join("01ARZ3NDEKTSV4RRFFQ69G5FAV.r1.md"),
+        "not a message",
+    )
+    .unwrap();
+    let to = home.root().join("copy");
+    let run = home
+        .as_("HUMAN", ["--json", "export", "--to"])
+        .args([&to])
+        .json();
+    assert_eq!(
+        run["revisions"],
+        serde_json::json!({"total": 1, "new": 1}),
+        "{run}"
+    );
+    let not_copied = run["not_copied"].to_string();
+    assert!(
+        not_copied.contains("01ARZ3NDEKTSV4RRFFQ69G5FAV.r1.md"),
+        "{not_copied}"
+    );
+    let copied = to.join("projects/default/boxes/b/revisions");
+    assert!(copied.join(format!("{id}.r1.md")).is_file());
+    assert!(!copied.join("01ARZ3NDEKTSV4RRFFQ69G5FAV.r1.md").exists());
+    let text = home.as_("HUMAN", ["export", "--to"]).args([&to]).run();
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(
+        text.stderr.contains("not copied: ") && text.stderr.contains(".r1.md"),
+        "{}",
+        text.stderr
+    );
+    assert!(
+        text.stdout.contains("1 earlier revisions (0 new)"),
+        "{}",
+        text.stdout
+    );
+}
