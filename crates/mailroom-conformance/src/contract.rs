@@ -1,7 +1,7 @@
 //! The `Store` trait's own contract, method by method, for what the operations above cannot
 //! show: idempotent creation, at-most-once moves, "not found" as an empty answer.
 
-use mailroom_core::store::{Delivery, KeyClaim, OriginClaim};
+use mailroom_core::store::{Delivery, KeyClaim, OriginClaim, Revisions};
 use mailroom_core::{
     Address, Listing, Member, MemberStatus, Message, MessageId, Policy, Project, State, Store,
 };
@@ -404,6 +404,134 @@ pub fn claim_origin_names_the_first_path(store: &dyn Store) {
     assert_eq!(
         store.claim_origin(&me, "/src/b/repo").expect("claim"),
         OriginClaim::Other("/src/a/repo".into())
+    );
+    assert_eq!(
+        store.origin(&me).expect("origin").as_deref(),
+        Some("/src/a/repo"),
+        "the first claim is what an export copies"
+    );
+    assert_eq!(store.origin(&addr("nobody@web")).expect("origin"), None);
+}
+
+/// What an edit keeps is listed, each revision with its own number; `keep_revision` adds one
+/// the mailbox does not keep, and only once.
+pub fn revisions_list_what_edits_kept_and_keep_revision_adds_each_once(store: &dyn Store) {
+    let bob = addr("bob@web");
+    assert_eq!(
+        store.revisions(&bob).expect("revisions"),
+        Revisions::default()
+    );
+    let v1 = message("alice@web", "bob@web", "v1");
+    store.deliver(&bob, &v1).expect("deliver");
+    assert!(
+        store
+            .revisions(&bob)
+            .expect("revisions")
+            .messages
+            .is_empty()
+    );
+    let v2 = Message {
+        body: "v2".into(),
+        revision: 2,
+        edited: Some(now()),
+        ..v1.clone()
+    };
+    assert!(store.replace_unread(&bob, &v2).expect("edit"));
+    assert_eq!(
+        store.revisions(&bob).expect("revisions"),
+        Revisions {
+            messages: vec![v1.clone()],
+            damaged: vec![]
+        },
+        "the edit kept revision 1"
+    );
+    assert!(
+        !store.keep_revision(&bob, &v1).expect("keep again"),
+        "revision 1 is kept already"
+    );
+    // What an export brings: revision 2 of another copy, kept in a mailbox that has never seen
+    // an edit of it.
+    let other = message("carol@web", "bob@web", "w1");
+    store.deliver(&bob, &other).expect("deliver");
+    let w1 = Message {
+        body: "w1, first draft".into(),
+        ..other.clone()
+    };
+    let w2 = Message {
+        body: "w2".into(),
+        revision: 2,
+        edited: Some(now()),
+        ..other.clone()
+    };
+    assert!(store.keep_revision(&bob, &w2).expect("keep"));
+    assert!(store.keep_revision(&bob, &w1).expect("keep"));
+    assert!(!store.keep_revision(&bob, &w2).expect("keep again"));
+    let mut expected = vec![v1.clone(), w1, w2];
+    expected.sort_by_key(|m| (m.id, m.revision));
+    assert_eq!(store.revisions(&bob).expect("revisions").messages, expected);
+    assert_eq!(
+        store.get(&bob, other.id).expect("get").map(|s| s.message),
+        Some(other),
+        "keeping a revision leaves the copy as it is"
+    );
+    assert!(
+        store
+            .revisions(&addr("carol@web"))
+            .expect("revisions")
+            .messages
+            .is_empty(),
+        "revisions are per mailbox"
+    );
+}
+
+/// `set_archived_at` gives a done copy the time `recently_archived` reports; set oldest first,
+/// as an export does, the times are also the order.
+pub fn set_archived_at_sets_what_recently_archived_reports(store: &dyn Store) {
+    let bob = addr("bob@web");
+    let [a, b, c, d] = ["a", "b", "c", "d"].map(|body| message("alice@web", "bob@web", body));
+    for m in [&a, &b, &c, &d] {
+        store.deliver(&bob, m).expect("deliver");
+    }
+    for m in [&a, &b, &c] {
+        store
+            .transition(&bob, &[(m.id, State::Unread)], State::Done)
+            .expect("done");
+    }
+    let at = |s: &str| -> jiff::Timestamp { s.parse().expect("RFC 3339") };
+    let times = [
+        (c.id, at("2020-01-02T03:04:05.123456789Z")),
+        (a.id, at("2021-06-07T08:09:10.000000001Z")),
+        (b.id, at("2022-11-12T13:14:15Z")),
+    ];
+    for (id, t) in times {
+        assert!(store.set_archived_at(&bob, id, t).expect("set"));
+    }
+    let listed: Vec<(MessageId, jiff::Timestamp)> = store
+        .recently_archived(&bob, 10)
+        .expect("recently_archived")
+        .into_iter()
+        .map(|(s, t)| (s.message.id, t))
+        .collect();
+    let mut newest_first = times.to_vec();
+    newest_first.reverse();
+    assert_eq!(listed, newest_first);
+    assert!(
+        !store.set_archived_at(&bob, d.id, now()).expect("set"),
+        "an unread copy has no archive time"
+    );
+    assert_eq!(
+        store.state_of(&bob, d.id).expect("state"),
+        Some(State::Unread)
+    );
+    assert!(
+        !store
+            .set_archived_at(&bob, MessageId::generate(), now())
+            .expect("set")
+    );
+    assert!(
+        !store
+            .set_archived_at(&addr("nobody@web"), a.id, now())
+            .expect("set")
     );
 }
 

@@ -149,6 +149,8 @@ macro_rules! __cases {
             waiting::watch_hands_over_each_message_once_until_told_to_stop,
             contract::claim_key_returns_the_first_claimant,
             contract::claim_origin_names_the_first_path,
+            contract::revisions_list_what_edits_kept_and_keep_revision_adds_each_once,
+            contract::set_archived_at_sets_what_recently_archived_reports,
             contract::listings_are_oldest_first_and_everything_spans_states,
             contract::find_matches_prefixes_case_insensitively,
             channels::broadcast_is_shown_once_to_each_member_and_never_to_its_sender,

@@ -392,6 +392,23 @@ pub trait Mailboxes {
     /// Every copy in the mailbox, in every state: the scan behind `search`.
     fn everything(&self, mailbox: &Address) -> Result<Listing>;
 
+    /// Sets when the done copy `id` was archived, as [`Mailboxes::recently_archived`] reports
+    /// it, and counts it as archived after every copy archived before this call: an export
+    /// sets the times oldest first, so the archive's order and times survive the move.
+    /// `Ok(false)` when the mailbox holds no done copy of `id` (nothing changed).
+    fn set_archived_at(&self, mailbox: &Address, id: MessageId, at: Timestamp) -> Result<bool>;
+
+    /// Every earlier revision the mailbox keeps of its edited copies (what
+    /// [`Mailboxes::replace_unread`] and [`Mailboxes::keep_revision`] kept), each with its own
+    /// `revision`, sorted by id then revision, each `(id, revision)` once. One that cannot be
+    /// read is reported in [`Revisions::damaged`] and hides none of the others.
+    fn revisions(&self, mailbox: &Address) -> Result<Revisions>;
+
+    /// Keeps `message` as an earlier revision of its copy in `mailbox`, durably, unless the
+    /// mailbox keeps that `(id, revision)` already; returns whether this call kept it. What an
+    /// export copies [`Mailboxes::revisions`] with; the copy itself is not touched.
+    fn keep_revision(&self, mailbox: &Address, message: &Message) -> Result<bool>;
+
     /// The sender's trace of its message `id`, if there is one (a point lookup: the default
     /// reads the whole outbox).
     fn sent(&self, sender: &Address, id: MessageId) -> Result<Option<Message>> {
@@ -424,6 +441,14 @@ pub trait Mailboxes {
         sent.retain(|m| matches_query(m, query));
         Ok(sent)
     }
+}
+
+/// The earlier revisions of a mailbox's edited copies, as [`Mailboxes::revisions`] lists them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Revisions {
+    pub messages: Vec<Message>,
+    /// What could not be read (its `state` is `None`: a revision is in no state).
+    pub damaged: Vec<Damaged>,
 }
 
 /// Whether `query` (lower-cased, non-empty) occurs in the message's subject or body, compared
@@ -521,4 +546,8 @@ pub trait Sessions {
     /// Records `path` as the checkout that claims this git-derived identity, unless one did.
     /// Writes nothing while the identity has no mailbox (`Ok(OriginClaim::Same)`).
     fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim>;
+
+    /// The path that claims this git-derived identity, if one did: what an export copies
+    /// (through [`Sessions::claim_origin`], so a claim the target holds stays).
+    fn origin(&self, identity: &Address) -> Result<Option<String>>;
 }

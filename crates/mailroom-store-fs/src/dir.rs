@@ -345,10 +345,18 @@ impl Dir {
     /// Stamps an entry's modification time with the precise current time (the kernel's own
     /// change time is too coarse to order two moves made within a few milliseconds).
     pub fn stamp(&self, name: &str) -> Result<(), FsError> {
-        let now = jiff::Timestamp::now();
+        self.set_mtime(name, jiff::Timestamp::now()).map(|_| ())
+    }
+
+    /// Sets an entry's modification time (never through a symlink): `Ok(false)` when there is
+    /// no such entry.
+    pub fn set_mtime(&self, name: &str, at: jiff::Timestamp) -> Result<bool, FsError> {
+        // Whole seconds rounded down and a non-negative remainder, as the kernel wants them
+        // (a time before 1970 has a negative sub-second part in jiff).
+        let ns = at.as_nanosecond();
         let ts = rfs::Timespec {
-            tv_sec: now.as_second(),
-            tv_nsec: i64::from(now.subsec_nanosecond()),
+            tv_sec: i64::try_from(ns.div_euclid(1_000_000_000)).unwrap_or(i64::MIN),
+            tv_nsec: i64::try_from(ns.rem_euclid(1_000_000_000)).unwrap_or(0),
         };
         let times = rfs::Timestamps {
             last_access: rfs::Timespec {
@@ -358,7 +366,8 @@ impl Dir {
             last_modification: ts,
         };
         match rfs::utimensat(&self.fd, name, &times, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
             Err(e) => Err(FsError::io(
                 "set the time of",
                 self.child_path(name),

@@ -466,6 +466,18 @@ impl Mailboxes for FsStore {
         mailbox::everything(self, mailbox)
     }
 
+    fn set_archived_at(&self, mailbox: &Address, id: MessageId, at: Timestamp) -> Result<bool> {
+        mailbox::set_archived_at(self, mailbox, id, at)
+    }
+
+    fn revisions(&self, mailbox: &Address) -> Result<mailroom_core::store::Revisions> {
+        mailbox::revisions(self, mailbox)
+    }
+
+    fn keep_revision(&self, mailbox: &Address, message: &Message) -> Result<bool> {
+        mailbox::keep_revision(self, mailbox, message)
+    }
+
     fn search(&self, mailbox: &Address, query: &str) -> Result<Listing> {
         mailbox::search(self, mailbox, query)
     }
@@ -537,6 +549,10 @@ impl Sessions for FsStore {
 
     fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim> {
         session::claim_origin(self, identity, path)
+    }
+
+    fn origin(&self, identity: &Address) -> Result<Option<String>> {
+        session::origin(self, identity)
     }
 }
 

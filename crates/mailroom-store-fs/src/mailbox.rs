@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 
 use jiff::Timestamp;
-use mailroom_core::store::{PendingEntry, PendingSet};
+use mailroom_core::store::{PendingEntry, PendingSet, Revisions};
 use mailroom_core::{Address, Damaged, Listing, Message, MessageId, Result, Scope, State, Stored};
 
 use mailroom_core::store::matches_query;
@@ -20,7 +20,10 @@ use crate::dir::{Dir, Durability};
 use crate::error::FsError;
 use crate::index::{self, Indexed};
 use crate::listing::{keep_latest, read_dir, read_one};
-use crate::{FsStore, OUTBOX, REVISIONS, TMP, file_name, id_of, is_message_name, state_dir_name};
+use crate::{
+    FsStore, OUTBOX, REVISIONS, TMP, create_exclusive, file_name, id_of, is_message_name,
+    state_dir_name,
+};
 
 const PENDING: [State; 2] = [State::Unread, State::Read];
 const ARCHIVED: [State; 2] = [State::Done, State::Cancelled];
@@ -446,6 +449,75 @@ pub(crate) fn recently_archived(
         }
     }
     Ok(out)
+}
+
+/// Gives the done copy `id` its archive time: the modification time `recently_archived` reads
+/// and orders by.
+pub(crate) fn set_archived_at(
+    fs: &FsStore,
+    mailbox: &Address,
+    id: MessageId,
+    at: Timestamp,
+) -> Result<bool> {
+    let Some(bx) = fs.open_box(mailbox)? else {
+        return Ok(false);
+    };
+    let Some(done) = bx.open(state_dir_name(State::Done))? else {
+        return Ok(false);
+    };
+    Ok(done.set_mtime(&file_name(id), at)?)
+}
+
+/// Every message file of `revisions/`: what edits kept (`<id>.r<N>.md`) and what `doctor --fix`
+/// moved there (`<id>.interrupted.md`, `<id>.duplicate-<state>.md`), each read by its header.
+pub(crate) fn revisions(fs: &FsStore, mailbox: &Address) -> Result<Revisions> {
+    let Some(bx) = fs.open_box(mailbox)? else {
+        return Ok(Revisions::default());
+    };
+    let Some(dir) = bx.open(REVISIONS)? else {
+        return Ok(Revisions::default());
+    };
+    let mut read = Listing::default();
+    read_dir(mailbox, &dir, None, |_| true, &mut read)?;
+    let mut messages: Vec<Message> = read.messages.into_iter().map(|s| s.message).collect();
+    messages.sort_by_key(|m| (m.id, m.revision));
+    messages.dedup_by_key(|m| (m.id, m.revision));
+    Ok(Revisions {
+        messages,
+        damaged: read.damaged,
+    })
+}
+
+/// Writes `revisions/<id>.r<N>.md` unless it, or another file there with that id and
+/// revision, exists.
+pub(crate) fn keep_revision(fs: &FsStore, mailbox: &Address, message: &Message) -> Result<bool> {
+    let name = format!("{}.r{}.md", message.id, message.revision);
+    if let Some(bx) = fs.open_box(mailbox)?
+        && let Some(dir) = bx.open(REVISIONS)?
+    {
+        if dir.exists(&name)? {
+            return Ok(false);
+        }
+        let prefix = format!("{}.", message.id);
+        let mut read = Listing::default();
+        read_dir(mailbox, &dir, None, |n| n.starts_with(&prefix), &mut read)?;
+        if read
+            .messages
+            .iter()
+            .any(|s| s.message.id == message.id && s.message.revision == message.revision)
+        {
+            return Ok(false);
+        }
+    }
+    let bx = fs.create_box(mailbox)?;
+    let tmp = bx.open_or_create(TMP)?;
+    let revisions = bx.open_or_create(REVISIONS)?;
+    Ok(create_exclusive(
+        &tmp,
+        &revisions,
+        &name,
+        &message_to_text(message),
+    )?)
 }
 
 pub(crate) fn everything(fs: &FsStore, mailbox: &Address) -> Result<Listing> {

@@ -79,3 +79,12 @@ pub(crate) fn claim_origin(fs: &FsStore, identity: &Address, path: &str) -> Resu
     }
     claim_origin(fs, identity, path)
 }
+
+pub(crate) fn origin(fs: &FsStore, identity: &Address) -> Result<Option<String>> {
+    let Some(bx) = fs.open_box(identity)? else {
+        return Ok(None);
+    };
+    Ok(bx
+        .read(ORIGIN, Limit::small("an origin file"))?
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned()))
+}

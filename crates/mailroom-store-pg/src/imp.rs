@@ -3,8 +3,8 @@
 use jiff::Timestamp;
 use mailroom_core::message::{BROADCAST, ChannelRef};
 use mailroom_core::store::{
-    Channels, Delivery, Directory, Found, KeyClaim, Mailboxes, OriginClaim, Sessions, Watch,
-    matches_query,
+    Channels, Delivery, Directory, Found, KeyClaim, Mailboxes, OriginClaim, Revisions, Sessions,
+    Watch, matches_query,
 };
 use mailroom_core::{
     Address, Error, Listing, Member, MemberStatus, Message, MessageId, Name, Policy, Project,
@@ -734,6 +734,58 @@ impl Mailboxes for PgStore {
         self.copies("list a mailbox", mailbox, "ORDER BY id", &[])
     }
 
+    fn set_archived_at(&self, mailbox: &Address, id: MessageId, at: Timestamp) -> Result<bool> {
+        let (m, id) = (mailbox_key(mailbox), id.to_string());
+        let ns = i64::try_from(at.as_nanosecond()).unwrap_or(i64::MAX);
+        // A new place in the order of moves too: `recently_archived` orders by it.
+        self.write("set an archive time", |tx| {
+            Ok(tx.execute_typed(
+                "UPDATE copies SET moved = nextval('moves'), moved_ns = $3 \
+                 WHERE mailbox = $1 AND id = $2 AND state = 'done'",
+                &[(&m, Type::TEXT), (&id, Type::TEXT), (&ns, Type::INT8)],
+            )? > 0)
+        })
+    }
+
+    fn revisions(&self, mailbox: &Address) -> Result<Revisions> {
+        let m = mailbox_key(mailbox);
+        let rows = self.read("list earlier revisions", |c| {
+            c.query_typed(
+                &format!(
+                    "SELECT id, {MSG_COLS} FROM revisions WHERE mailbox = $1 ORDER BY id, revision"
+                ),
+                &[(&m, Type::TEXT)],
+            )
+        })?;
+        let owner = mailbox.to_string();
+        let mut out = Revisions::default();
+        for row in &rows {
+            match message(row) {
+                Ok(m) => out.messages.push(m),
+                Err(problem) => out
+                    .damaged
+                    .push(damaged("revisions", &owner, row, None, problem)),
+            }
+        }
+        Ok(out)
+    }
+
+    fn keep_revision(&self, mailbox: &Address, message: &Message) -> Result<bool> {
+        let m = mailbox_key(mailbox);
+        let id = message.id.to_string();
+        let cols = Cols::of(message);
+        let sql = format!(
+            "INSERT INTO revisions (mailbox, id, {MSG_COLS}) VALUES ($1, $2, {}) \
+             ON CONFLICT DO NOTHING",
+            msg_placeholders(3)
+        );
+        self.write("keep an earlier revision", |tx| {
+            let mut params: Vec<Param<'_>> = vec![(&m, Type::TEXT), (&id, Type::TEXT)];
+            params.extend(cols.params());
+            Ok(tx.execute_typed(&sql, &params)? > 0)
+        })
+    }
+
     fn sent(&self, sender: &Address, id: MessageId) -> Result<Option<Message>> {
         let (s, id) = (mailbox_key(sender), id.to_string());
         let rows = self.read("look up a sent message", |c| {
@@ -1075,5 +1127,16 @@ impl Sessions for PgStore {
             Some(first) if first != path => OriginClaim::Other(first),
             _ => OriginClaim::Same,
         })
+    }
+
+    fn origin(&self, identity: &Address) -> Result<Option<String>> {
+        let m = mailbox_key(identity);
+        let row = self.read("read the checkout of an identity", |c| {
+            c.query_typed_opt(
+                "SELECT origin FROM mailboxes WHERE key = $1",
+                &[(&m, Type::TEXT)],
+            )
+        })?;
+        Ok(row.and_then(|r| r.get::<_, Option<String>>(0)))
     }
 }

@@ -42,6 +42,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_deliver.sql"),
     include_str!("../migrations/0004_wake_waiters_only.sql"),
     include_str!("../migrations/0005_counts_per_slot.sql"),
+    // Numbered 0007: 0006 is reserved for a change made alongside, which goes before it.
+    include_str!("../migrations/0007_revisions_of_own_unread_copies.sql"),
 ];
 
 /// The schema version this binary writes and reads.

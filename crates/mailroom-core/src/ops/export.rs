@@ -1,21 +1,32 @@
 //! `export`: copies a whole mailroom into another store (files to PostgreSQL or back), keeping
-//! ids, states, threads, revisions as they read now, outbox traces, rosters, channel entries
-//! (retracted ones too) and seen sets. Running it again copies only what is missing or moved on.
+//! ids, states, threads, the current and every earlier revision of each copy, outbox traces,
+//! rosters, channel entries (retracted ones too), seen sets, the archive's order and times, the
+//! origin claims of git-derived identities and, where they still hold, the hooks' injection
+//! marks. Running it again copies only what is missing or moved on.
 //!
 //! Idempotency keys are copied too, so a retry against the target finds the first message.
 //!
-//! Not copied, because they belong to one store: the hooks' injection marks (a change token of
-//! one store means nothing in another; the next session start shows pending mail again), the
-//! origin claims of git-derived identities (the next command re-records them), and the earlier
-//! revisions of edited copies (the trait cannot list them).
+//! An injection mark is a change token of one store, which means nothing in another: it is
+//! translated, not copied. When a mailbox's mark says its session saw everything up to the
+//! source's token now (nothing arrived since), and the target shows that mailbox nothing the
+//! source does not (no pending copy, no unseen broadcast of its own), the target gets the same
+//! mark after its own token: its next mid-session hook then says nothing new, as the source's
+//! would have. Otherwise nothing is written, and the target's next hook shows the pending mail
+//! again (the safe side). A mark is taken before the copy and checked again after it, so mail
+//! that arrives during the export is never hidden behind a carried mark.
+//!
+//! Origin claims are copied as the first claim in the target: a claim the target holds stays.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use jiff::Timestamp;
 
 use crate::address::Address;
 use crate::error::{Error, Result};
 use crate::message::{ChannelRef, Damaged, MessageId, State};
 use crate::name::Name;
 use crate::ops::Mailroom;
+use crate::ops::inject::translate_mark;
 use crate::store::{KeyClaim, Store};
 
 /// What an export copied: totals, and what was new in the target.
@@ -38,6 +49,22 @@ pub struct Exported {
     pub keys: usize,
     /// Keys the target had not claimed (one it claimed for another id stays as it is).
     pub keys_new: usize,
+    /// Earlier revisions of edited copies.
+    pub revisions: usize,
+    pub revisions_new: usize,
+    /// Archived (done) copies whose archive time is copied.
+    pub archive_times: usize,
+    /// Archive times the target did not have (a copy archived by this export, or at another
+    /// time).
+    pub archive_times_new: usize,
+    /// Injection marks the source holds.
+    pub marks: usize,
+    /// Marks written in the target, translated to its token (see the module documentation).
+    pub marks_new: usize,
+    /// Origin claims of git-derived identities.
+    pub origins: usize,
+    /// Claims the target did not have (one it holds for another path stays as it is).
+    pub origins_new: usize,
     /// What the source could not read: reported, not copied.
     pub damaged: Vec<Damaged>,
 }
@@ -81,6 +108,17 @@ impl Mailroom<'_> {
             }
             readers.push((project.name, handles));
         }
+        // Taken before anything is copied: mail arriving from here on changes the token.
+        let mut marks = Vec::new();
+        for mailbox in &mailboxes {
+            if let Some(saved) = source.last_injected(mailbox)? {
+                out.marks += 1;
+                let token = source.change_token(mailbox)?;
+                if translate_mark(&saved, &token, "").is_some() {
+                    marks.push((mailbox, saved, token));
+                }
+            }
+        }
         for mailbox in &mailboxes {
             self.copy_mailbox(mailbox, target, &mut out)?;
             progress(&format!("mailbox {mailbox}"));
@@ -95,7 +133,55 @@ impl Mailroom<'_> {
                 progress(&format!("channel {channel}"));
             }
         }
+        for (mailbox, saved, token) in marks {
+            if self.carry_mark(mailbox, &saved, &token, target)? {
+                out.marks_new += 1;
+            }
+        }
         Ok(out)
+    }
+
+    /// Writes the translation of `saved` (the mark of `mailbox`, taken with the source's token
+    /// `token` before the copy) in `target`, when it still holds; returns whether it wrote.
+    fn carry_mark(
+        &self,
+        mailbox: &Address,
+        saved: &str,
+        token: &str,
+        target: &dyn Store,
+    ) -> Result<bool> {
+        let source = self.store();
+        // Mail arrived during the export (the session has not seen it), or a hook saved
+        // another mark meanwhile (the next export carries that one).
+        if source.change_token(mailbox)? != token
+            || source.last_injected(mailbox)?.as_deref() != Some(saved)
+        {
+            return Ok(false);
+        }
+        // The target shows this mailbox something the source does not (it held mail of its
+        // own before the export): the session has not seen that either.
+        if !shows_no_more(source, target, mailbox)? {
+            return Ok(false);
+        }
+        let mut now = target.change_token(mailbox)?;
+        let mut wrote = false;
+        // Twice at most: saving a mark may change the target's token (PostgreSQL creates the
+        // mailbox's row), and a mark saved with the token before that would never match.
+        for _ in 0..2 {
+            let Some(mark) = translate_mark(saved, token, &now) else {
+                return Ok(wrote);
+            };
+            if target
+                .last_injected(mailbox)?
+                .is_some_and(|held| held.trim() == mark.trim())
+            {
+                return Ok(wrote);
+            }
+            target.set_last_injected(mailbox, &mark)?;
+            wrote = true;
+            now = target.change_token(mailbox)?;
+        }
+        Ok(wrote)
     }
 
     fn copy_mailbox(
@@ -112,13 +198,18 @@ impl Mailroom<'_> {
         }
         // Archived copies last, oldest archived first, so the target's `recover` lists them in
         // the source's order.
-        let mut archived: Vec<MessageId> = source
+        let mut archived: Vec<(MessageId, Timestamp)> = source
             .recently_archived(mailbox, usize::MAX)?
             .into_iter()
-            .map(|(s, _)| s.message.id)
+            .map(|(s, at)| (s.message.id, at))
             .collect();
         archived.reverse();
-        let rank = |id: &MessageId| archived.iter().position(|a| a == id);
+        let ranks: HashMap<MessageId, usize> = archived
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| (*id, i))
+            .collect();
+        let rank = |id: &MessageId| ranks.get(id).copied();
         let mut copies = listing.messages;
         copies.sort_by_key(|s| (s.state == State::Done, rank(&s.message.id), s.message.id));
         for stored in &copies {
@@ -140,6 +231,8 @@ impl Mailroom<'_> {
             }
             out.copies_new += usize::from(changed);
         }
+        self.copy_archive_times(mailbox, &archived, target, out)?;
+        self.copy_revisions(mailbox, &copies, target, out)?;
         for trace in source.outbox(mailbox)? {
             out.traces += 1;
             if target.sent(mailbox, trace.id)?.as_ref() != Some(&trace) {
@@ -155,6 +248,88 @@ impl Mailroom<'_> {
             }
             if target.claim_key(mailbox, &key, id)? == KeyClaim::Claimed {
                 out.keys_new += 1;
+            }
+        }
+        if let Some(path) = source.origin(mailbox)? {
+            out.origins += 1;
+            // First claim wins in the target too: one it holds stays.
+            if target.origin(mailbox)?.is_none() {
+                target.claim_origin(mailbox, &path)?;
+                if target.origin(mailbox)?.as_deref() == Some(path.as_str()) {
+                    out.origins_new += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Gives the target's done copies the source's archive times, oldest first (`archived`).
+    /// From the first copy whose time differs on, every one is set again, in order: a store
+    /// that orders its archive by its moves (PostgreSQL) then lists them in the source's order.
+    fn copy_archive_times(
+        &self,
+        mailbox: &Address,
+        archived: &[(MessageId, Timestamp)],
+        target: &dyn Store,
+        out: &mut Exported,
+    ) -> Result<()> {
+        out.archive_times += archived.len();
+        if archived.is_empty() {
+            return Ok(());
+        }
+        let held: HashMap<MessageId, Timestamp> = target
+            .recently_archived(mailbox, usize::MAX)?
+            .into_iter()
+            .map(|(s, at)| (s.message.id, at))
+            .collect();
+        let Some(first) = archived
+            .iter()
+            .position(|(id, at)| held.get(id) != Some(at))
+        else {
+            return Ok(());
+        };
+        for (id, at) in &archived[first..] {
+            let differed = held.get(id) != Some(at);
+            if target.set_archived_at(mailbox, *id, *at)? && differed {
+                out.archive_times_new += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the earlier revisions of the mailbox's edited copies (`copies`: the copies as
+    /// they read now) that the target does not keep.
+    fn copy_revisions(
+        &self,
+        mailbox: &Address,
+        copies: &[crate::message::Stored],
+        target: &dyn Store,
+        out: &mut Exported,
+    ) -> Result<()> {
+        let revisions = self.store().revisions(mailbox)?;
+        out.damaged.extend(revisions.damaged);
+        if revisions.messages.is_empty() {
+            return Ok(());
+        }
+        let current: HashMap<MessageId, u32> = copies
+            .iter()
+            .map(|s| (s.message.id, s.message.revision))
+            .collect();
+        let held: HashSet<(MessageId, u32)> = target
+            .revisions(mailbox)?
+            .messages
+            .iter()
+            .map(|m| (m.id, m.revision))
+            .collect();
+        for m in &revisions.messages {
+            // Earlier revisions only: the file store may keep there a second copy of the
+            // current one (`doctor --fix` moves a duplicate aside), which is no revision.
+            if current.get(&m.id).is_some_and(|&now| m.revision >= now) {
+                continue;
+            }
+            out.revisions += 1;
+            if !held.contains(&(m.id, m.revision)) && target.keep_revision(mailbox, m)? {
+                out.revisions_new += 1;
             }
         }
         Ok(())
@@ -192,4 +367,38 @@ impl Mailroom<'_> {
         }
         Ok(())
     }
+}
+
+/// Whether `target` shows `mailbox` nothing that `source` does not: every pending copy it holds
+/// is pending in the source, and for a project member every broadcast it has not seen is unseen
+/// in the source too.
+fn shows_no_more(source: &dyn Store, target: &dyn Store, mailbox: &Address) -> Result<bool> {
+    let pending = |store: &dyn Store| -> Result<HashSet<MessageId>> {
+        Ok(store
+            .pending(mailbox)?
+            .messages
+            .into_iter()
+            .map(|s| s.message.id)
+            .collect())
+    };
+    if !pending(target)?.is_subset(&pending(source)?) {
+        return Ok(false);
+    }
+    let Some(project) = mailbox.project() else {
+        return Ok(true);
+    };
+    let all = ChannelRef {
+        project: project.clone(),
+        name: Name::parse(crate::message::BROADCAST)
+            .map_err(|e| Error::store("the broadcast channel's name", e))?,
+    };
+    let unseen = |store: &dyn Store| -> Result<HashSet<MessageId>> {
+        Ok(store
+            .unseen(&all, &mailbox.handle)?
+            .messages
+            .into_iter()
+            .map(|s| s.message.id)
+            .collect())
+    };
+    Ok(unseen(target)?.is_subset(&unseen(source)?))
 }

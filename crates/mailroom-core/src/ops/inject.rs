@@ -100,6 +100,15 @@ impl Mark {
     }
 }
 
+/// The mark `saved` (by one store) spelled for another store whose change token is `target`:
+/// the same left-out messages after the other token. `None` unless `saved` says the injection
+/// saw everything up to `source`, the first store's token now: only then does "nothing new
+/// since" carry over (see `export`).
+pub(crate) fn translate_mark(saved: &str, source: &str, target: &str) -> Option<String> {
+    let (token, left_out) = saved.split_once('\n').unwrap_or((saved, ""));
+    (token.trim() == source).then(|| format!("{target}\n{left_out}"))
+}
+
 impl Mailroom<'_> {
     /// Whether nothing was delivered for `me` since the last injection into its sessions: the
     /// mid-session hooks' fast path (one small read and two `stat`s in a home, no listing, no
@@ -261,5 +270,26 @@ impl Mailroom<'_> {
             )),
             block_stop: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::translate_mark;
+
+    #[test]
+    fn a_mark_is_translated_only_while_it_holds_and_keeps_what_it_left_out() {
+        let left_out = "01ARZ3NDEKTSV4RRFFQ69G5FAV 01BX5ZZKBKACTAV9WEVGEMMVRZ";
+        let saved = format!("1700000000123:-\n{left_out}");
+        assert_eq!(
+            translate_mark(&saved, "1700000000123:-", "g7:3").as_deref(),
+            Some(format!("g7:3\n{left_out}").as_str())
+        );
+        assert_eq!(translate_mark(&saved, "1700000000999:-", "g7:3"), None);
+        // As the file store reads a mark that left nothing out: the token alone.
+        assert_eq!(
+            translate_mark("g7", "g7", "1700000000123").as_deref(),
+            Some("1700000000123\n")
+        );
     }
 }

@@ -88,12 +88,16 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
             "entries": {"total": done.entries, "new": done.entries_new},
             "seen": {"total": done.seen, "new": done.seen_new},
             "keys": {"total": done.keys, "new": done.keys_new},
+            "revisions": {"total": done.revisions, "new": done.revisions_new},
+            "archive_times": {"total": done.archive_times, "new": done.archive_times_new},
+            "marks": {"total": done.marks, "new": done.marks_new},
+            "origins": {"total": done.origins, "new": done.origins_new},
             "not_copied": damaged,
         }));
     } else {
         output::notices(&damaged);
         crate::outln!(
-            "exported to {}: {} projects ({} new), {} members ({} new), {} copies in {} mailboxes ({} new or moved), {} outbox traces ({} new), {} channel entries ({} new), {} seen marks ({} new), {} idempotency keys ({} new)",
+            "exported to {}: {} projects ({} new), {} members ({} new), {} copies in {} mailboxes ({} new or moved), {} earlier revisions ({} new), {} archive times ({} new), {} outbox traces ({} new), {} channel entries ({} new), {} seen marks ({} new), {} idempotency keys ({} new), {} injection marks ({} carried over), {} origin claims ({} new)",
             target.describe(),
             done.projects,
             done.projects_new,
@@ -102,6 +106,10 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
             done.copies,
             done.mailboxes,
             done.copies_new,
+            done.revisions,
+            done.revisions_new,
+            done.archive_times,
+            done.archive_times_new,
             done.traces,
             done.traces_new,
             done.entries,
@@ -109,7 +117,11 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
             done.seen,
             done.seen_new,
             done.keys,
-            done.keys_new
+            done.keys_new,
+            done.marks,
+            done.marks_new,
+            done.origins,
+            done.origins_new
         );
     }
     Ok(())

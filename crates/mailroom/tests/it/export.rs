@@ -38,7 +38,9 @@ fn a_second_export_to_a_directory_changes_nothing() {
     let home = Home::new();
     home.send("a", "b", "u1");
     home.as_("b", ["inbox"]).ok();
-    home.send("a", "b", "u2");
+    let edited = home.send("a", "b", "u2");
+    home.as_("a", ["edit", &edited, "--message", "u2, edited"])
+        .ok();
     let read = home.send("a", "b", "u3");
     let cancelled = home.send("a", "b", "u4");
     home.as_("a", ["cancel", &cancelled]).ok();
@@ -49,6 +51,27 @@ fn a_second_export_to_a_directory_changes_nothing() {
         .args([&to])
         .json();
     assert_eq!(first["copies"]["new"], 4, "{first}");
+    assert_eq!(first["revisions"]["new"], 1, "{first}");
+    assert_eq!(first["archive_times"]["new"], 1, "{first}");
+    let archived_at = |home: &std::path::Path| {
+        let done = home
+            .join("projects/default/boxes/b/done")
+            .join(format!("{read}.md"));
+        std::fs::metadata(&done).unwrap().modified().unwrap()
+    };
+    assert_eq!(
+        archived_at(&to),
+        archived_at(&home.path()),
+        "the archive time is the source's"
+    );
+    let revision = |home: &std::path::Path| {
+        std::fs::read_to_string(
+            home.join("projects/default/boxes/b/revisions")
+                .join(format!("{edited}.r1.md")),
+        )
+        .unwrap()
+    };
+    assert_eq!(revision(&to), revision(&home.path()));
     let tree = |dir: &std::path::Path| {
         let mut files = Vec::new();
         for entry in walk(dir) {
@@ -65,7 +88,9 @@ fn a_second_export_to_a_directory_changes_nothing() {
             .as_("HUMAN", ["--json", "export", "--to"])
             .args([&to])
             .json();
-        assert_eq!(again["copies"]["new"], 0, "{again}");
+        for part in ["copies", "revisions", "archive_times"] {
+            assert_eq!(again[part]["new"], 0, "{part}: {again}");
+        }
     }
     assert_eq!(tree(&to), before, "no file was rewritten");
 }
@@ -81,4 +106,49 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// A file in `revisions/` that does not read is reported as not copied; the export goes on and
+/// copies the rest, and the file is left as it is.
+#[test]
+fn an_unreadable_revision_is_reported_and_the_rest_is_copied() {
+    let home = Home::new();
+    let id = home.send("a", "b", "v1");
+    home.as_("a", ["edit", &id, "--message", "v2"]).ok();
+    let revisions = home.path().join("projects/default/boxes/b/revisions");
+    std::fs::write(
+        revisions.join("01ARZ3NDEKTSV4RRFFQ69G5FAV.r1.md"),
+        "not a message",
+    )
+    .unwrap();
+    let to = home.root().join("copy");
+    let run = home
+        .as_("HUMAN", ["--json", "export", "--to"])
+        .args([&to])
+        .json();
+    assert_eq!(
+        run["revisions"],
+        serde_json::json!({"total": 1, "new": 1}),
+        "{run}"
+    );
+    let not_copied = run["not_copied"].to_string();
+    assert!(
+        not_copied.contains("01ARZ3NDEKTSV4RRFFQ69G5FAV.r1.md"),
+        "{not_copied}"
+    );
+    let copied = to.join("projects/default/boxes/b/revisions");
+    assert!(copied.join(format!("{id}.r1.md")).is_file());
+    assert!(!copied.join("01ARZ3NDEKTSV4RRFFQ69G5FAV.r1.md").exists());
+    let text = home.as_("HUMAN", ["export", "--to"]).args([&to]).run();
+    assert_eq!(text.code, 0, "{text:?}");
+    assert!(
+        text.stderr.contains("not copied: ") && text.stderr.contains(".r1.md"),
+        "{}",
+        text.stderr
+    );
+    assert!(
+        text.stdout.contains("1 earlier revisions (0 new)"),
+        "{}",
+        text.stdout
+    );
 }

@@ -508,9 +508,22 @@ fn dump(store: &dyn mailroom_core::Store) -> String {
             .recently_archived(mb, 100)
             .unwrap()
             .into_iter()
-            .map(|(s, _)| s.message.id.to_string())
+            .map(|(s, at)| format!("{} at {at}", s.message.id))
             .collect();
         writeln!(out, "{mb}: recover order {archived:?}").unwrap();
+        let revisions = store.revisions(mb).unwrap();
+        assert_eq!(revisions.damaged, vec![], "{mb}");
+        for m in revisions.messages {
+            writeln!(
+                out,
+                "{mb}: earlier {} r{} {:?} edited {:?}",
+                m.id, m.revision, m.body, m.edited
+            )
+            .unwrap();
+        }
+        if let Some(path) = store.origin(mb).unwrap() {
+            writeln!(out, "{mb}: claimed by {path}").unwrap();
+        }
         for m in store.outbox(mb).unwrap() {
             writeln!(out, "{mb}: sent {} r{} to {:?}", m.id, m.revision, m.to).unwrap();
         }
@@ -613,8 +626,21 @@ fn export_copies_a_whole_mailroom_to_postgresql_and_back_and_again_adds_nothing(
 
     let again = home.as_("HUMAN", ["--json", "export", "--to", &url]).json();
     assert_eq!(first["keys"]["new"], 1, "{first}");
+    assert_eq!(first["revisions"]["new"], 1, "{first}");
+    // bob's two done copies, and alice's question closed by her reply.
+    assert_eq!(first["archive_times"]["new"], 3, "{first}");
     for part in [
-        "projects", "members", "copies", "outbox", "entries", "seen", "keys",
+        "projects",
+        "members",
+        "copies",
+        "outbox",
+        "entries",
+        "seen",
+        "keys",
+        "revisions",
+        "archive_times",
+        "marks",
+        "origins",
     ] {
         assert_eq!(again[part]["new"], 0, "{part}: {again}");
     }
@@ -641,6 +667,140 @@ fn export_copies_a_whole_mailroom_to_postgresql_and_back_and_again_adds_nothing(
         "{}",
         same.stderr
     );
+}
+
+/// What a session left in a file home survives the move to PostgreSQL and back: a message edited
+/// twice then read keeps its earlier revisions, `recover` lists the archive in the same order
+/// with the same times, the checkout's claim on its identity stays, and the hooks' mark is
+/// carried over, so a mid-session hook against the copy says nothing new. Each export run
+/// again changes nothing.
+#[test]
+fn export_carries_revisions_archive_times_marks_and_claims_both_ways() {
+    let Some(db) = TestDb::create("export_session_state") else {
+        return;
+    };
+    let url = db.url();
+    let home = Home::new();
+    let checkout = home.root().join("src").join("web");
+    std::fs::create_dir_all(checkout.join(".git")).expect("a checkout");
+    let hook = |event: &str, url: Option<&str>, dir: Option<&std::path::Path>| {
+        let mut c = home.cmd(["hook", "claude", event]);
+        c.stdin(json!({"hook_event_name": event, "cwd": checkout}).to_string());
+        if let Some(url) = url {
+            c.env("MAILROOM_URL", url);
+        }
+        if let Some(dir) = dir {
+            c.env("MAILROOM_HOME", dir);
+        }
+        c.ok()
+    };
+    let edited = home.send("api@default", "web", "first draft");
+    home.as_(
+        "api@default",
+        ["edit", &edited, "--message", "second draft"],
+    )
+    .ok();
+    home.as_("api@default", ["edit", &edited, "--message", "final"])
+        .ok();
+    home.as_("web@default", ["read", &edited]).ok();
+    let [a, b, c] = ["a", "b", "c"].map(|body| home.send("api@default", "web", body));
+    for id in [&c, &a, &b] {
+        home.as_("web@default", ["done", id]).ok();
+    }
+    home.send("api@default", "web", "still pending");
+    // A command run in the checkout claims the name for it.
+    home.cmd(["send", "--to", "api", "-m", "on it"])
+        .current_dir(&checkout)
+        .ok();
+    let start = hook("SessionStart", None, None);
+    assert!(start.stdout.contains("still pending"), "{start:?}");
+    assert_eq!(hook("PostToolUse", None, None).stdout, "");
+    let files = mailroom_store_fs::FsStore::new(home.path());
+    let before = dump(&files);
+    assert!(before.contains(" r1 \"first draft\""), "{before}");
+    assert!(before.contains(" r2 \"second draft\""), "{before}");
+    assert!(before.contains("claimed by "), "{before}");
+
+    let first = home.as_("HUMAN", ["--json", "export", "--to", &url]).json();
+    for (part, total) in [
+        ("revisions", 2),
+        ("archive_times", 3),
+        ("marks", 1),
+        ("origins", 1),
+    ] {
+        assert_eq!(
+            first[part],
+            json!({"total": total, "new": total}),
+            "{part}: {first}"
+        );
+    }
+    let pg = mailroom_store_pg::PgStore::open(&url).unwrap();
+    assert_eq!(dump(&pg), before, "files → PostgreSQL");
+    let quiet = hook("PostToolUse", Some(&url), None);
+    assert_eq!(
+        (quiet.stdout.as_str(), quiet.stderr.as_str()),
+        ("", ""),
+        "the carried mark: nothing new"
+    );
+    let again = home.as_("HUMAN", ["--json", "export", "--to", &url]).json();
+    let nothing_new = |run: &Value| {
+        for part in [
+            "projects",
+            "members",
+            "copies",
+            "outbox",
+            "entries",
+            "seen",
+            "keys",
+            "revisions",
+            "archive_times",
+            "marks",
+            "origins",
+        ] {
+            assert_eq!(run[part]["new"], 0, "{part}: {run}");
+        }
+    };
+    nothing_new(&again);
+    assert_eq!(dump(&pg), before, "a second export changes nothing");
+
+    let back = home.root().join("back");
+    let export_back = || {
+        home.as_(
+            "HUMAN",
+            ["--json", "export", "--to", back.to_str().unwrap()],
+        )
+        .env("MAILROOM_URL", &url)
+        .json()
+    };
+    let returned = export_back();
+    assert_eq!(
+        returned["marks"],
+        json!({"total": 1, "new": 1}),
+        "{returned}"
+    );
+    let copy = mailroom_store_fs::FsStore::new(&back);
+    assert_eq!(dump(&copy), before, "PostgreSQL → files");
+    let quiet = hook("PostToolUse", None, Some(&back));
+    assert_eq!(
+        (quiet.stdout.as_str(), quiet.stderr.as_str()),
+        ("", ""),
+        "carried again: nothing new"
+    );
+    nothing_new(&export_back());
+    assert_eq!(dump(&copy), before, "a second export back changes nothing");
+
+    // Mail that arrives after the mark: the mark no longer holds, and is not carried.
+    home.send("api@default", "web", "after the mark");
+    let stale = home.root().join("stale");
+    let run = home
+        .as_(
+            "HUMAN",
+            ["--json", "export", "--to", stale.to_str().unwrap()],
+        )
+        .json();
+    assert_eq!(run["marks"], json!({"total": 1, "new": 0}), "{run}");
+    let news = hook("PostToolUse", None, Some(&stale));
+    assert!(news.stdout.contains("after the mark"), "{news:?}");
 }
 
 #[test]
@@ -870,6 +1030,82 @@ fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
         news.to_string().contains("news"),
         "the broadcast stands: {news}"
     );
+    // What only an export writes stays the operator's: a role keeps no revision in another's
+    // name and sets no archive time on a copy it may not move.
+    use mailroom_core::{Address, Mailboxes as _, Message, MessageId};
+    as_role(&bob_url, "bob@web", &["done", &to_bob]).ok();
+    let bob_box = Address::parse_canonical("bob@web").unwrap();
+    let owner = mailroom_store_pg::PgStore::open(&h.db.url()).unwrap();
+    let alice_store = mailroom_store_pg::PgStore::open(&alice_url).unwrap();
+    let id = MessageId::parse(&to_bob).unwrap();
+    let archived = owner.recently_archived(&bob_box, 10).unwrap();
+    assert_eq!(archived.len(), 1);
+    assert!(
+        !alice_store
+            .set_archived_at(&bob_box, id, "2001-01-01T00:00:00Z".parse().unwrap())
+            .unwrap(),
+        "the sender of a done copy may not move it"
+    );
+    assert_eq!(owner.recently_archived(&bob_box, 10).unwrap(), archived);
+    let forged = Message {
+        from: bob_box.clone(),
+        body: "bob never wrote this".into(),
+        ..archived[0].0.message.clone()
+    };
+    assert!(alice_store.keep_revision(&bob_box, &forged).is_err());
+    let own_but_done = Message {
+        body: "a history alice never had".into(),
+        ..archived[0].0.message.clone()
+    };
+    assert!(
+        alice_store.keep_revision(&bob_box, &own_but_done).is_err(),
+        "a revision only of a copy still unread, as an edit keeps"
+    );
+    let secret_copy = owner
+        .get(&bob_box, MessageId::parse(&secret).unwrap())
+        .unwrap()
+        .unwrap()
+        .message;
+    let not_hers = Message {
+        from: Address::parse_canonical("alice@web").unwrap(),
+        ..secret_copy
+    };
+    assert!(
+        alice_store.keep_revision(&bob_box, &not_hers).is_err(),
+        "a revision only of a copy she sent"
+    );
+    assert!(owner.revisions(&bob_box).unwrap().messages.is_empty());
+    let draft = as_role(
+        &alice_url,
+        "alice@web",
+        &["--json", "send", "--to", "bob", "-m", "draft"],
+    )
+    .json();
+    let draft = draft["id"].as_str().unwrap().to_owned();
+    as_role(
+        &alice_url,
+        "alice@web",
+        &["edit", &draft, "--message", "final"],
+    )
+    .ok();
+    let kept: Vec<(String, u32)> = owner
+        .revisions(&bob_box)
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| (m.id.to_string(), m.revision))
+        .collect();
+    assert_eq!(kept, vec![(draft, 1)], "her own edit keeps its revision");
+    // The operator exports it all, strict mode or not.
+    let full = h.home.root().join("full-backup");
+    let run = h
+        .as_(
+            "HUMAN",
+            &["--json", "export", "--to", full.to_str().unwrap()],
+        )
+        .json();
+    assert_eq!(run["archive_times"], json!({"total": 1, "new": 1}), "{run}");
+    assert_eq!(run["revisions"], json!({"total": 1, "new": 1}), "{run}");
 }
 
 /// A TCP proxy to the test server that lets everything through until the client sends a
