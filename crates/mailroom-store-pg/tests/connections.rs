@@ -834,6 +834,11 @@ impl Cluster {
             .collect();
         bins.sort();
         let Some(bin) = bins.pop() else {
+            // CI installs the package (`.ci/run`): there, a missing initdb is a failure.
+            assert!(
+                std::env::var("MAILROOM_TEST_PG_REQUIRED").as_deref() != Ok("1"),
+                "verify_full_end_to_end: no initdb under /usr/lib/postgresql/*/bin, and MAILROOM_TEST_PG_REQUIRED=1; install Debian's postgresql package"
+            );
             eprintln!(
                 "verify_full_end_to_end: SKIPPED, no initdb under /usr/lib/postgresql/*/bin to start a private cluster with ssl=on (install Debian's postgresql package); the verifying modes were checked against the fake TLS server only"
             );
