@@ -42,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_deliver.sql"),
     include_str!("../migrations/0004_wake_waiters_only.sql"),
     include_str!("../migrations/0005_counts_per_slot.sql"),
+    include_str!("../migrations/0006_slot_per_connection.sql"),
 ];
 
 /// The schema version this binary writes and reads.
@@ -686,18 +687,24 @@ impl PgStore {
 }
 
 impl PgStore {
-    /// Runs `f`, one statement that is its own transaction and may safely run twice (its
-    /// effect is keyed, like a send's copies by message id): one round trip where [`PgStore::write`]
-    /// takes three or more. A statement PostgreSQL aborted to resolve a deadlock is run again.
-    /// So is one whose connection broke, on a new connection: it may have committed before the
-    /// break, and running it again then changes nothing. When the new connection breaks too,
-    /// the change is reported as unconfirmed: it may or may not have happened.
-    pub(crate) fn write_statement<T>(
+    /// Runs the prepared statement `sql`, one statement that is its own transaction and may
+    /// safely run twice (its effect is keyed, like a send's copies by message id): one round
+    /// trip where [`PgStore::write`] takes three or more. A statement PostgreSQL aborted to
+    /// resolve a deadlock is run again. So is one whose connection broke, on a new connection:
+    /// it may have committed before the break, and running it again then changes nothing.
+    /// When the new connection breaks too, the change is reported as unconfirmed (it may or
+    /// may not have happened) unless no attempt got as far as running it: a break while
+    /// preparing is an ordinary failure, nothing was changed.
+    pub(crate) fn write_prepared(
         &self,
         what: &str,
-        mut f: impl FnMut(&mut Conn) -> Result<T, postgres::Error>,
-    ) -> Result<T, Error> {
+        sql: &'static str,
+        types: &[Type],
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, Error> {
         let mut broken = false;
+        // Whether an attempt may have run the statement: one that broke while running it.
+        let mut maybe_ran = false;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -707,25 +714,58 @@ impl PgStore {
             } else {
                 self.take()?
             };
-            match f(&mut client) {
-                Ok(v) => {
+            let (e, running) = match client.call(sql, types, params) {
+                Ok(rows) => {
                     self.give(client);
-                    return Ok(v);
+                    return Ok(rows);
                 }
-                Err(e) if is_lost(&e) || client.is_closed() => {
-                    if broken {
+                Err(CallError::Preparing(e)) => (e, false),
+                Err(CallError::Running(e)) => (e, true),
+            };
+            if is_lost(&e) || client.is_closed() {
+                maybe_ran |= running;
+                if broken {
+                    if maybe_ran {
                         return Err(unconfirmed(&self.shown, what, &e));
                     }
-                    broken = true;
-                }
-                Err(e) if is_retryable(&e) && attempt < ATTEMPTS => self.give(client),
-                Err(e) => {
-                    self.give(client);
                     return Err(self.failed(what, &e));
                 }
+                broken = true;
+            } else if is_retryable(&e) && attempt < ATTEMPTS {
+                self.give(client);
+            } else {
+                self.give(client);
+                return Err(self.failed(what, &e));
             }
         }
     }
+}
+
+/// Where a call of a prepared statement failed ([`Conn::call`]).
+pub(crate) enum CallError {
+    /// While preparing it: it was not run.
+    Preparing(postgres::Error),
+    /// While running it: on a broken connection, it may have run.
+    Running(postgres::Error),
+}
+
+impl From<CallError> for postgres::Error {
+    fn from(e: CallError) -> postgres::Error {
+        match e {
+            CallError::Preparing(e) | CallError::Running(e) => e,
+        }
+    }
+}
+
+/// Whether the server refused a prepared statement because what it returns changed since it
+/// was prepared (a migration altered a table or function it reads): prepared again, it runs.
+fn is_stale_plan(e: &postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|db| {
+        *db.code() == SqlState::FEATURE_NOT_SUPPORTED
+            && db
+                .message()
+                .starts_with("cached plan must not change result type")
+    })
 }
 
 /// A connection of the pool, with the statements prepared on it: the statements a send runs
@@ -757,6 +797,27 @@ impl Conn {
         let st = self.client.prepare_typed(sql, types)?;
         self.prepared.push((sql, st.clone()));
         Ok(st)
+    }
+
+    /// Runs `sql`, prepared on this connection ([`Conn::prepared`]). A statement the server
+    /// refuses because its result type changed since it was prepared (it refuses before
+    /// running anything) is dropped, prepared again and run once more.
+    pub(crate) fn call(
+        &mut self,
+        sql: &'static str,
+        types: &[Type],
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, CallError> {
+        let st = self.prepared(sql, types).map_err(CallError::Preparing)?;
+        match self.client.query(&st, params) {
+            Err(e) if is_stale_plan(&e) => {
+                self.prepared.retain(|(s, _)| *s != sql);
+                drop(st);
+                let st = self.prepared(sql, types).map_err(CallError::Preparing)?;
+                self.client.query(&st, params).map_err(CallError::Running)
+            }
+            result => result.map_err(CallError::Running),
+        }
     }
 }
 
