@@ -396,6 +396,15 @@ pub(crate) fn is_lost(e: &postgres::Error) -> bool {
         })
 }
 
+/// What the server said, for a message: a database error's own text (the driver's display of
+/// one is only "db error"), otherwise the error's.
+pub(crate) fn said(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => e.to_string(),
+    }
+}
+
 /// Whether an error says the transaction lost a race PostgreSQL resolved by aborting it.
 fn is_retryable(e: &postgres::Error) -> bool {
     matches!(
@@ -621,7 +630,7 @@ impl PgStore {
         }
         sentence(
             format!("the PostgreSQL server at {} failed to {what}", self.shown),
-            e.to_string(),
+            said(e),
         )
     }
 
@@ -877,7 +886,7 @@ fn migrate(client: &mut Client, shown: &str) -> Result<String, Error> {
     let failed = |e: postgres::Error| {
         sentence(
             format!("the PostgreSQL server at {shown} failed to check mailroom's schema"),
-            e.to_string(),
+            said(&e),
         )
     };
     let row = client
@@ -920,7 +929,8 @@ fn migrate(client: &mut Client, shown: &str) -> Result<String, Error> {
         sentence(
             format!("the PostgreSQL server at {shown} refused to create mailroom's tables"),
             format!(
-                "{e}; the role needs CREATE on schema {schema} (see the least privilege in docs/POSTGRES.md)"
+                "{}; the role needs CREATE on schema {schema} (see the least privilege in docs/POSTGRES.md)",
+                said(&e)
             ),
         )
     })?;
@@ -935,7 +945,7 @@ fn migrate(client: &mut Client, shown: &str) -> Result<String, Error> {
         tx.batch_execute(sql).map_err(|e| {
             sentence(
                 format!("the PostgreSQL server at {shown} refused mailroom's schema migration {n}"),
-                e.to_string(),
+                said(&e),
             )
         })?;
         tx.execute("INSERT INTO mailroom_schema (version) VALUES ($1)", &[&n])

@@ -251,6 +251,12 @@ fn a_send_that_fails_in_its_middle_leaves_no_copy_and_no_trace() {
     let m = message("alice@web", &["bob@web", "zed@web"], "all or nothing");
     let e = store.deliver_all(&m.to, &m).expect_err("the send fails");
     assert!(e.to_string().contains("failed to confirm the send"), "{e}");
+    // The server's own words, naming what refused it (not the driver's bare "db error").
+    assert!(
+        e.to_string()
+            .ends_with(r#"violates check constraint "no_zed""#),
+        "{e}"
+    );
     assert!(store.pending(&addr("bob@web")).unwrap().messages.is_empty());
     assert!(store.outbox(&addr("alice@web")).unwrap().is_empty());
 }
