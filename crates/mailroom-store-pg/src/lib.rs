@@ -615,6 +615,16 @@ impl PgStore {
     pub(crate) fn failed(&self, what: &str, e: &postgres::Error) -> Error {
         if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
             let user = self.config.get_user().unwrap_or("");
+            // A function the role may not run is a missing grant, not a wrong identity.
+            if let Some(function) = e
+                .as_db_error()
+                .and_then(|db| db.message().strip_prefix("permission denied for function "))
+            {
+                return Error::Refused(format!(
+                    "the PostgreSQL role '{user}' may not {what} here: it may not run mailroom's function {function}; the operator grants it with GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA \"{}\" TO \"{user}\" (see the least privilege in docs/POSTGRES.md)",
+                    self.schema
+                ));
+            }
             return Error::Refused(format!(
                 "the PostgreSQL role '{user}' may not {what} here: in strict mode a role acts only as the identities given to it; connect with that identity's role (see `mailroom role`)"
             ));

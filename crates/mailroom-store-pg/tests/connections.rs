@@ -833,3 +833,51 @@ fn a_role_granted_before_the_counts_table_still_sends_after_the_upgrade() {
         std::panic::resume_unwind(panic);
     }
 }
+
+/// A role that may not run mailroom's functions (a deployment that revoked `EXECUTE` from
+/// `PUBLIC`) is told which grant it lacks, not that it acts as someone else.
+#[test]
+fn a_role_without_execute_is_told_the_grant_it_lacks() {
+    let Some(db) = TestDb::create("no_execute") else {
+        return;
+    };
+    let s = db.schema();
+    PgStore::open(&db.url()).unwrap();
+    let role = format!("mr_noexec_{}", s.trim_start_matches("mailroom_test_"));
+    let mut admin = db.admin();
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE \"{role}\" LOGIN;
+             GRANT USAGE ON SCHEMA \"{s}\" TO \"{role}\";
+             GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA \"{s}\" TO \"{role}\";
+             GRANT USAGE ON SEQUENCE \"{s}\".moves TO \"{role}\";
+             INSERT INTO \"{s}\".identities (role, mailbox) VALUES ('{role}', 'alice@web');
+             REVOKE EXECUTE ON FUNCTION \"{s}\".mailroom_deliver(text[], text[], text[], text, text, text, text[], text, text, text, text, text, text, text, bigint, text, text) FROM PUBLIC;"
+        ))
+        .unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let agent = PgStore::open(&db.url_as(&role)).unwrap();
+        let m = message("alice@web", &["bob@web"], "no grant");
+        let e = agent
+            .deliver_all(&m.to, &m)
+            .expect_err("the send is refused");
+        assert_eq!(e.kind(), mailroom_core::ErrorKind::Refused);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the PostgreSQL role '{role}' may not confirm the send here: it may not run mailroom's function mailroom_deliver; the operator grants it with GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA \"{s}\" TO \"{role}\" (see the least privilege in docs/POSTGRES.md)"
+            )
+        );
+        // With the grant it names, the same role sends.
+        db.admin()
+            .batch_execute(&format!(
+                "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA \"{s}\" TO \"{role}\""
+            ))
+            .unwrap();
+        assert_eq!(agent.deliver_all(&m.to, &m).unwrap().new, vec![true]);
+    }));
+    let _ = admin.batch_execute(&format!("DROP OWNED BY \"{role}\"; DROP ROLE \"{role}\""));
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
