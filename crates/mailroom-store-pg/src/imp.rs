@@ -28,14 +28,19 @@ pub(crate) fn notify_channel(schema: &str, what: &str) -> String {
 }
 
 /// The wake locks of a channel: a waiter holds all of them in share mode for as long as it
-/// listens; a change takes its connection's slot's (`WAKE_LOCK + pg_backend_pid() % SLOTS`,
-/// `hashtext(channel)`) exclusively without waiting, and notifies the channel only when it
-/// cannot: otherwise nobody listens, and a notification would only make concurrent commits
-/// wait for each other (see migrations 0004 and 0005).
+/// listens; a change takes its connection's slot's (`WAKE_LOCK + SLOT`, `hashtext(channel)`)
+/// exclusively without waiting, and notifies the channel only when it cannot: otherwise nobody
+/// listens, and a notification would only make concurrent commits wait for each other (see
+/// migrations 0004 and 0005).
 pub(crate) const WAKE_LOCK: i32 = 1_835_100_524;
 
 /// How many slots a mailbox's delivery count and wake lock are split into (migration 0005).
 pub(crate) const SLOTS: i32 = 8;
+
+/// This connection's slot, 0 to `SLOTS - 1`, in SQL: the one it claimed, or a claim now
+/// (migration 0006), as `mailroom_deliver` takes it.
+const SLOT: &str =
+    "coalesce(nullif(current_setting('mailroom.slot', true), '')::integer, mailroom_slot())";
 
 pub(crate) fn broadcast_key(project: &Name) -> String {
     format!("#{BROADCAST}@{}", key(project))
@@ -165,7 +170,7 @@ fn insert_copy(
 }
 
 /// Counts a delivery in the mailbox's change token (creating its row) and notifies its
-/// waiters, as `mailroom_deliver` does (migration 0005).
+/// waiters, as `mailroom_deliver` does (migrations 0005 and 0006).
 fn bump_mailbox(
     tx: &mut impl GenericClient,
     schema: &str,
@@ -178,10 +183,10 @@ fn bump_mailbox(
             "WITH b AS (INSERT INTO mailboxes (key, address) VALUES ($1, $2) \
              ON CONFLICT (key) DO NOTHING), \
              c AS (INSERT INTO mailbox_counts AS c (key, slot, generation) \
-             VALUES ($1, pg_backend_pid() % {SLOTS}, 1) \
+             VALUES ($1, {SLOT}, 1) \
              ON CONFLICT (key, slot) DO UPDATE SET generation = c.generation + 1) \
              SELECT pg_notify($3, '') WHERE NOT \
-             pg_try_advisory_xact_lock({WAKE_LOCK} + pg_backend_pid() % {SLOTS}, hashtext($3))"
+             pg_try_advisory_xact_lock({WAKE_LOCK} + {SLOT}, hashtext($3))"
         ),
         &[
             (&mkey, Type::TEXT),
@@ -369,11 +374,11 @@ impl Directory for PgStore {
         let mh: Vec<String> = members.iter().map(|(_, h)| key(h)).collect();
         // One round trip: the projects found, then the entries found, each with its position.
         let rows = self.read("look up projects and members", |c| {
-            let st = c.prepared(
+            Ok(c.call(
                 LOOKUP,
                 &[Type::TEXT_ARRAY, Type::TEXT_ARRAY, Type::TEXT_ARRAY],
-            )?;
-            c.query(&st, &[&pk, &mp, &mh])
+                &[&pk, &mp, &mh],
+            )?)
         })?;
         let mut found = vec![None; projects.len()];
         let mut entries = vec![None; members.len()];
@@ -489,20 +494,21 @@ impl Mailboxes for PgStore {
             .collect();
         // The copies, the trace, the generation bumps and the notifications are one statement
         // (migration 0003), so one round trip and its own transaction.
-        let fresh: Vec<bool> = self.write_statement("confirm the send", |c| {
-            let mut params: Vec<Param<'_>> = vec![
-                (&keys, Type::TEXT_ARRAY),
-                (&spelled, Type::TEXT_ARRAY),
-                (&channels, Type::TEXT_ARRAY),
-                (&id, Type::TEXT),
-                (&sender, Type::TEXT),
-            ];
-            params.extend(cols.params());
-            let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
-            let values: Vec<_> = params.iter().map(|(v, _)| *v).collect();
-            let st = c.prepared(DELIVER, &types)?;
-            Ok(c.query_one(&st, &values)?.get(0))
-        })?;
+        let mut params: Vec<Param<'_>> = vec![
+            (&keys, Type::TEXT_ARRAY),
+            (&spelled, Type::TEXT_ARRAY),
+            (&channels, Type::TEXT_ARRAY),
+            (&id, Type::TEXT),
+            (&sender, Type::TEXT),
+        ];
+        params.extend(cols.params());
+        let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+        let values: Vec<_> = params.iter().map(|(v, _)| *v).collect();
+        let rows = self.write_prepared("confirm the send", DELIVER, &types, &values)?;
+        let fresh: Vec<bool> = match rows.first().map(|r| r.try_get(0)) {
+            Some(Ok(fresh)) => fresh,
+            _ => vec![],
+        };
         // The function answers one flag per recipient; anything else is not this schema.
         if fresh.len() != recipients.len() {
             return Err(Error::store(
@@ -926,7 +932,7 @@ impl Channels for PgStore {
                     &format!(
                         "SELECT pg_notify($1, '') \
                          WHERE NOT pg_try_advisory_xact_lock(\
-                         {WAKE_LOCK} + pg_backend_pid() % {SLOTS}, hashtext($1))"
+                         {WAKE_LOCK} + {SLOT}, hashtext($1))"
                     ),
                     &[(n, Type::TEXT)],
                 )?;

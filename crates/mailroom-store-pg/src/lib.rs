@@ -42,7 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0003_deliver.sql"),
     include_str!("../migrations/0004_wake_waiters_only.sql"),
     include_str!("../migrations/0005_counts_per_slot.sql"),
-    // Numbered 0007: 0006 is reserved for a change made alongside, which goes before it.
+    include_str!("../migrations/0006_slot_per_connection.sql"),
     include_str!("../migrations/0007_revisions_of_own_unread_copies.sql"),
 ];
 
@@ -717,6 +717,15 @@ pub(crate) fn is_lost(e: &postgres::Error) -> bool {
         })
 }
 
+/// What the server said, for a message: a database error's own text (the driver's display of
+/// one is only "db error"), otherwise the error's.
+pub(crate) fn said(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => db.message().to_owned(),
+        None => e.to_string(),
+    }
+}
+
 /// Whether an error says the transaction lost a race PostgreSQL resolved by aborting it.
 fn is_retryable(e: &postgres::Error) -> bool {
     matches!(
@@ -935,6 +944,16 @@ impl PgStore {
     pub(crate) fn failed(&self, what: &str, e: &postgres::Error) -> Error {
         if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
             let user = self.config.get_user().unwrap_or("");
+            // A function the role may not run is a missing grant, not a wrong identity.
+            if let Some(function) = e
+                .as_db_error()
+                .and_then(|db| db.message().strip_prefix("permission denied for function "))
+            {
+                return Error::Refused(format!(
+                    "the PostgreSQL role '{user}' may not {what} here: it may not run mailroom's function {function}; the operator grants it with GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA \"{}\" TO \"{user}\" (see the least privilege in docs/POSTGRES.md)",
+                    self.schema
+                ));
+            }
             return Error::Refused(format!(
                 "the PostgreSQL role '{user}' may not {what} here: in strict mode a role acts only as the identities given to it; connect with that identity's role (see `mailroom role`)"
             ));
@@ -950,7 +969,7 @@ impl PgStore {
         }
         sentence(
             format!("the PostgreSQL server at {} failed to {what}", self.shown),
-            e.to_string(),
+            said(e),
         )
     }
 
@@ -1016,18 +1035,24 @@ impl PgStore {
 }
 
 impl PgStore {
-    /// Runs `f`, one statement that is its own transaction and may safely run twice (its
-    /// effect is keyed, like a send's copies by message id): one round trip where [`PgStore::write`]
-    /// takes three or more. A statement PostgreSQL aborted to resolve a deadlock is run again.
-    /// So is one whose connection broke, on a new connection: it may have committed before the
-    /// break, and running it again then changes nothing. When the new connection breaks too,
-    /// the change is reported as unconfirmed: it may or may not have happened.
-    pub(crate) fn write_statement<T>(
+    /// Runs the prepared statement `sql`, one statement that is its own transaction and may
+    /// safely run twice (its effect is keyed, like a send's copies by message id): one round
+    /// trip where [`PgStore::write`] takes three or more. A statement PostgreSQL aborted to
+    /// resolve a deadlock is run again. So is one whose connection broke, on a new connection:
+    /// it may have committed before the break, and running it again then changes nothing.
+    /// When the new connection breaks too, the change is reported as unconfirmed (it may or
+    /// may not have happened) unless no attempt got as far as running it: a break while
+    /// preparing is an ordinary failure, nothing was changed.
+    pub(crate) fn write_prepared(
         &self,
         what: &str,
-        mut f: impl FnMut(&mut Conn) -> Result<T, postgres::Error>,
-    ) -> Result<T, Error> {
+        sql: &'static str,
+        types: &[Type],
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, Error> {
         let mut broken = false;
+        // Whether an attempt may have run the statement: one that broke while running it.
+        let mut maybe_ran = false;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -1037,25 +1062,58 @@ impl PgStore {
             } else {
                 self.take()?
             };
-            match f(&mut client) {
-                Ok(v) => {
+            let (e, running) = match client.call(sql, types, params) {
+                Ok(rows) => {
                     self.give(client);
-                    return Ok(v);
+                    return Ok(rows);
                 }
-                Err(e) if is_lost(&e) || client.is_closed() => {
-                    if broken {
+                Err(CallError::Preparing(e)) => (e, false),
+                Err(CallError::Running(e)) => (e, true),
+            };
+            if is_lost(&e) || client.is_closed() {
+                maybe_ran |= running;
+                if broken {
+                    if maybe_ran {
                         return Err(unconfirmed(&self.shown, what, &e));
                     }
-                    broken = true;
-                }
-                Err(e) if is_retryable(&e) && attempt < ATTEMPTS => self.give(client),
-                Err(e) => {
-                    self.give(client);
                     return Err(self.failed(what, &e));
                 }
+                broken = true;
+            } else if is_retryable(&e) && attempt < ATTEMPTS {
+                self.give(client);
+            } else {
+                self.give(client);
+                return Err(self.failed(what, &e));
             }
         }
     }
+}
+
+/// Where a call of a prepared statement failed ([`Conn::call`]).
+pub(crate) enum CallError {
+    /// While preparing it: it was not run.
+    Preparing(postgres::Error),
+    /// While running it: on a broken connection, it may have run.
+    Running(postgres::Error),
+}
+
+impl From<CallError> for postgres::Error {
+    fn from(e: CallError) -> postgres::Error {
+        match e {
+            CallError::Preparing(e) | CallError::Running(e) => e,
+        }
+    }
+}
+
+/// Whether the server refused a prepared statement because what it returns changed since it
+/// was prepared (a migration altered a table or function it reads): prepared again, it runs.
+fn is_stale_plan(e: &postgres::Error) -> bool {
+    e.as_db_error().is_some_and(|db| {
+        *db.code() == SqlState::FEATURE_NOT_SUPPORTED
+            && db
+                .message()
+                .starts_with("cached plan must not change result type")
+    })
 }
 
 /// A connection of the pool, with the statements prepared on it: the statements a send runs
@@ -1087,6 +1145,27 @@ impl Conn {
         let st = self.client.prepare_typed(sql, types)?;
         self.prepared.push((sql, st.clone()));
         Ok(st)
+    }
+
+    /// Runs `sql`, prepared on this connection ([`Conn::prepared`]). A statement the server
+    /// refuses because its result type changed since it was prepared (it refuses before
+    /// running anything) is dropped, prepared again and run once more.
+    pub(crate) fn call(
+        &mut self,
+        sql: &'static str,
+        types: &[Type],
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<postgres::Row>, CallError> {
+        let st = self.prepared(sql, types).map_err(CallError::Preparing)?;
+        match self.client.query(&st, params) {
+            Err(e) if is_stale_plan(&e) => {
+                self.prepared.retain(|(s, _)| *s != sql);
+                drop(st);
+                let st = self.prepared(sql, types).map_err(CallError::Preparing)?;
+                self.client.query(&st, params).map_err(CallError::Running)
+            }
+            result => result.map_err(CallError::Running),
+        }
     }
 }
 
@@ -1146,7 +1225,7 @@ fn migrate(client: &mut Client, shown: &str) -> Result<String, Error> {
     let failed = |e: postgres::Error| {
         sentence(
             format!("the PostgreSQL server at {shown} failed to check mailroom's schema"),
-            e.to_string(),
+            said(&e),
         )
     };
     let row = client
@@ -1189,7 +1268,8 @@ fn migrate(client: &mut Client, shown: &str) -> Result<String, Error> {
         sentence(
             format!("the PostgreSQL server at {shown} refused to create mailroom's tables"),
             format!(
-                "{e}; the role needs CREATE on schema {schema} (see the least privilege in docs/POSTGRES.md)"
+                "{}; the role needs CREATE on schema {schema} (see the least privilege in docs/POSTGRES.md)",
+                said(&e)
             ),
         )
     })?;
@@ -1204,7 +1284,7 @@ fn migrate(client: &mut Client, shown: &str) -> Result<String, Error> {
         tx.batch_execute(sql).map_err(|e| {
             sentence(
                 format!("the PostgreSQL server at {shown} refused mailroom's schema migration {n}"),
-                e.to_string(),
+                said(&e),
             )
         })?;
         tx.execute("INSERT INTO mailroom_schema (version) VALUES ($1)", &[&n])

@@ -40,7 +40,7 @@ impl PgWatch {
         listen_on(&mut self.client, &self.channels).map_err(|e| {
             crate::sentence(
                 format!("the PostgreSQL server at {} refused LISTEN", self.shown),
-                e.to_string(),
+                crate::said(&e),
             )
         })
     }

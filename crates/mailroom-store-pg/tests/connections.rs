@@ -251,6 +251,12 @@ fn a_send_that_fails_in_its_middle_leaves_no_copy_and_no_trace() {
     let m = message("alice@web", &["bob@web", "zed@web"], "all or nothing");
     let e = store.deliver_all(&m.to, &m).expect_err("the send fails");
     assert!(e.to_string().contains("failed to confirm the send"), "{e}");
+    // The server's own words, naming what refused it (not the driver's bare "db error").
+    assert!(
+        e.to_string()
+            .ends_with(r#"violates check constraint "no_zed""#),
+        "{e}"
+    );
     assert!(store.pending(&addr("bob@web")).unwrap().messages.is_empty());
     assert!(store.outbox(&addr("alice@web")).unwrap().is_empty());
 }
@@ -991,15 +997,15 @@ fn sslmode_decides_whether_the_connection_is_encrypted_when_the_server_offers_tl
     assert_eq!(store.pending(&addr("bob@web")).unwrap().messages.len(), 1);
 }
 
-/// A TCP proxy to the test server that counts the client's round trips: each `Sync` (the end of
-/// an extended-protocol request) and each simple `Query` is one wait for the server's answer.
-/// Returns the port to connect to (in clear text: the count reads the messages).
-fn counting_proxy(
+/// A TCP proxy to the test server that shows `inspect` each message the client sends (its type
+/// byte and body) and forwards it, or cuts the connection (both ways) when `inspect` says
+/// false. Returns the port to connect to (in clear text: `inspect` reads the messages).
+fn proxy(
     server: (String, u16),
-    trips: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    inspect: impl Fn(u8, &[u8]) -> bool + Send + Sync + 'static,
 ) -> u16 {
     use std::io::{Read as _, Write as _};
-    use std::sync::atomic::Ordering;
+    let inspect = std::sync::Arc::new(inspect);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
     let port = listener.local_addr().expect("its address").port();
     std::thread::spawn(move || {
@@ -1014,7 +1020,7 @@ fn counting_proxy(
                 client.try_clone().expect("clone"),
             );
             std::thread::spawn(move || std::io::copy(&mut from_server, &mut to_client));
-            let trips = trips.clone();
+            let inspect = inspect.clone();
             std::thread::spawn(move || {
                 // The startup message has no type byte; every later one is a type and a length.
                 let mut len = [0u8; 4];
@@ -1038,8 +1044,10 @@ fn counting_proxy(
                     if client.read_exact(&mut body).is_err() {
                         return;
                     }
-                    if head[0] == b'S' || head[0] == b'Q' {
-                        trips.fetch_add(1, Ordering::SeqCst);
+                    if !inspect(head[0], &body) {
+                        let _ = client.shutdown(std::net::Shutdown::Both);
+                        let _ = upstream.shutdown(std::net::Shutdown::Both);
+                        return;
                     }
                     if upstream.write_all(&head).is_err() || upstream.write_all(&body).is_err() {
                         return;
@@ -1049,6 +1057,45 @@ fn counting_proxy(
         }
     });
     port
+}
+
+/// A TCP proxy to the test server that counts the client's round trips: each `Sync` (the end of
+/// an extended-protocol request) and each simple `Query` is one wait for the server's answer.
+fn counting_proxy(
+    server: (String, u16),
+    trips: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> u16 {
+    proxy(server, move |kind, _| {
+        if kind == b'S' || kind == b'Q' {
+            trips.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        true
+    })
+}
+
+/// The test server's host and port, or `None` when it is reached through a Unix socket.
+fn tcp_server(db: &TestDb) -> Option<((String, u16), postgres::Config)> {
+    let direct = mailroom_store_pg::parse_url(&db.url()).unwrap();
+    let server = match (direct.get_hosts(), direct.get_ports()) {
+        ([postgres::config::Host::Tcp(host), ..], ports) => {
+            (host.clone(), ports.first().copied().unwrap_or(5432))
+        }
+        _ => return None,
+    };
+    Some((server, direct))
+}
+
+/// A configuration for this test's mailroom through a proxy on `port`, in clear text.
+fn through(port: u16, direct: &postgres::Config) -> postgres::Config {
+    let mut config = postgres::Config::new();
+    config
+        .host("127.0.0.1")
+        .port(port)
+        .user(direct.get_user().unwrap_or("postgres"))
+        .dbname(direct.get_dbname().unwrap_or("test"))
+        .options(direct.get_options().unwrap_or(""))
+        .ssl_mode(postgres::config::SslMode::Disable);
+    config
 }
 
 /// The throughput of sends over kept connections is bound by their round trips: the core's
@@ -1063,24 +1110,12 @@ fn a_send_over_a_kept_connection_is_two_round_trips() {
     let Some(db) = TestDb::create("round_trips") else {
         return;
     };
-    let direct = mailroom_store_pg::parse_url(&db.url()).unwrap();
-    let server = match (direct.get_hosts(), direct.get_ports()) {
-        ([postgres::config::Host::Tcp(host), ..], ports) => {
-            (host.clone(), ports.first().copied().unwrap_or(5432))
-        }
-        _ => return, // a Unix socket: nothing to proxy
+    let Some((server, direct)) = tcp_server(&db) else {
+        return; // a Unix socket: nothing to proxy
     };
     let trips = Arc::new(AtomicUsize::new(0));
     let port = counting_proxy(server, trips.clone());
-    let mut config = postgres::Config::new();
-    config
-        .host("127.0.0.1")
-        .port(port)
-        .user(direct.get_user().unwrap_or("postgres"))
-        .dbname(direct.get_dbname().unwrap_or("test"))
-        .options(direct.get_options().unwrap_or(""))
-        .ssl_mode(postgres::config::SslMode::Disable);
-    let store = PgStore::open_config(config).unwrap();
+    let store = PgStore::open_config(through(port, &direct)).unwrap();
     let mr = Mailroom::new(&store);
     let send = |to: &[&str], body: &str| {
         let draft = Draft {
@@ -1098,4 +1133,238 @@ fn a_send_over_a_kept_connection_is_two_round_trips() {
         assert_eq!(trips.load(Ordering::SeqCst) - before, 2, "a send to {to:?}");
     }
     assert_eq!(store.pending(&addr("bob@web")).unwrap().messages.len(), 3);
+}
+
+/// A send whose connection breaks while its statement is being prepared, on the first
+/// connection and on the new one, never ran: it is an ordinary failure that changed nothing,
+/// not a send that "may or may not have happened".
+#[test]
+fn a_send_cut_while_preparing_did_not_happen() {
+    let Some(db) = TestDb::create("cut_preparing") else {
+        return;
+    };
+    let Some((server, direct)) = tcp_server(&db) else {
+        return;
+    };
+    // Cut every connection at the moment it asks to prepare the delivery (`Parse`).
+    let port = proxy(server, |kind, body| {
+        !(kind == b'P' && body.windows(16).any(|w| w == b"mailroom_deliver"))
+    });
+    let store = PgStore::open_config(through(port, &direct)).unwrap();
+    let m = message("alice@web", &["bob@web"], "never prepared");
+    let e = store.deliver_all(&m.to, &m).expect_err("the send fails");
+    let text = e.to_string();
+    assert!(text.contains("nothing was changed"), "{text}");
+    assert!(!text.contains("may or may not"), "{text}");
+    let direct = PgStore::open(&db.url()).unwrap();
+    assert!(
+        direct
+            .pending(&addr("bob@web"))
+            .unwrap()
+            .messages
+            .is_empty()
+    );
+    assert!(direct.outbox(&addr("alice@web")).unwrap().is_empty());
+}
+
+/// A statement kept prepared on a connection whose result type a later schema change altered
+/// is prepared again, not failed ("cached plan must not change result type").
+#[test]
+fn a_prepared_statement_whose_result_type_changed_is_prepared_again() {
+    use mailroom_core::store::Directory;
+    use mailroom_core::{Member, MemberStatus, Name, Policy, Project};
+    let Some(db) = TestDb::create("stale_plan") else {
+        return;
+    };
+    let store = PgStore::open(&db.url()).unwrap();
+    let web = Name::parse("web").unwrap();
+    let bob = Name::parse("bob").unwrap();
+    store
+        .ensure_project(&Project {
+            name: web.clone(),
+            policy: Policy::Open,
+            created: jiff::Timestamp::now(),
+        })
+        .unwrap();
+    store
+        .add_member(
+            &web,
+            &Member {
+                handle: bob.clone(),
+                role: "reviewer".into(),
+                status: MemberStatus::Active,
+                joined: jiff::Timestamp::now(),
+                since: None,
+            },
+        )
+        .unwrap();
+    let members = [(web.clone(), bob.clone())];
+    let before = store.lookup(std::slice::from_ref(&web), &members).unwrap();
+    assert_eq!(before.members[0].as_ref().unwrap().role, "reviewer");
+    // The lookup is prepared on the store's kept connection; a schema change alters the type
+    // of a column it returns.
+    db.admin()
+        .batch_execute(&format!(
+            "ALTER TABLE {}.members ALTER COLUMN role TYPE varchar COLLATE \"C\"",
+            db.schema()
+        ))
+        .unwrap();
+    let after = store
+        .lookup(std::slice::from_ref(&web), &members)
+        .expect("the lookup is prepared again");
+    assert_eq!(after.members[0].as_ref().unwrap().role, "reviewer");
+    assert_eq!(after.projects[0].as_ref().unwrap().name, web);
+}
+
+/// The change token is `mailboxes.generation` plus one count per slot: deliveries from
+/// connections of different slots each change it.
+#[test]
+fn the_change_token_changes_with_each_delivery_from_connections_of_different_slots() {
+    let Some(db) = TestDb::create("token_slots") else {
+        return;
+    };
+    let a = PgStore::open(&db.url()).unwrap();
+    let b = PgStore::open(&db.url()).unwrap();
+    let bob = addr("bob@web");
+    let mut tokens = vec![a.change_token(&bob).unwrap()];
+    for (n, store) in [&a, &b, &a, &b, &b].into_iter().enumerate() {
+        let m = message("alice@web", &["bob@web"], &format!("delivery {n}"));
+        assert_eq!(store.deliver_all(&m.to, &m).unwrap().new, vec![true]);
+        let token = a.change_token(&bob).unwrap();
+        assert!(
+            !tokens.contains(&token),
+            "delivery {n} changed the token: {token} after {tokens:?}"
+        );
+        assert_eq!(b.change_token(&bob).unwrap(), token, "both read one token");
+        tokens.push(token);
+    }
+    assert_eq!(tokens.last().unwrap(), "g5:-");
+    // The two connections counted in two slots of their own (migration 0006).
+    let slots: Vec<(i32, i64)> = db
+        .admin()
+        .query(
+            &format!(
+                "SELECT slot, generation FROM {}.mailbox_counts WHERE key = 'bob@web' ORDER BY slot",
+                db.schema()
+            ),
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(slots, vec![(0, 2), (1, 3)]);
+}
+
+/// Migration 0005 added `mailbox_counts`, which a delivery writes: a role made from
+/// `mailroom role`'s SQL before it (granted the tables that existed then) still sends after
+/// the upgrade, because the migration copies the grants of `mailboxes`.
+#[test]
+fn a_role_granted_before_the_counts_table_still_sends_after_the_upgrade() {
+    let Some(db) = TestDb::create("grant_copy") else {
+        return;
+    };
+    let s = db.schema();
+    let mut admin = db.admin();
+    // The schema as a version-4 mailroom left it.
+    let old = [
+        include_str!("../migrations/0001_initial.sql"),
+        include_str!("../migrations/0002_strict.sql"),
+        include_str!("../migrations/0003_deliver.sql"),
+        include_str!("../migrations/0004_wake_waiters_only.sql"),
+    ];
+    let mut tx = admin.transaction().unwrap();
+    tx.batch_execute(&format!(
+        "SET LOCAL search_path = \"{s}\";
+         CREATE TABLE mailroom_schema (version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now());"
+    ))
+    .unwrap();
+    for (n, sql) in old.iter().enumerate() {
+        tx.batch_execute(sql).unwrap();
+        let v = i32::try_from(n + 1).unwrap();
+        tx.execute("INSERT INTO mailroom_schema (version) VALUES ($1)", &[&v])
+            .unwrap();
+    }
+    tx.commit().unwrap();
+    let role = format!("mr_alice_{}", s.trim_start_matches("mailroom_test_"));
+    // What `mailroom role alice@web` printed then.
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE \"{role}\" LOGIN;
+             GRANT USAGE ON SCHEMA \"{s}\" TO \"{role}\";
+             GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA \"{s}\" TO \"{role}\";
+             GRANT USAGE ON SEQUENCE \"{s}\".moves TO \"{role}\";
+             INSERT INTO \"{s}\".identities (role, mailbox) VALUES ('{role}', 'alice@web');"
+        ))
+        .unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // The operator's mailroom upgrades the schema.
+        let operator = PgStore::open(&db.url()).unwrap();
+        let agent = PgStore::open(&db.url_as(&role)).unwrap();
+        let bob = addr("bob@web");
+        let mut last = operator.change_token(&bob).unwrap();
+        for n in 0..2 {
+            let m = message("alice@web", &["bob@web"], &format!("after the upgrade {n}"));
+            let d = agent
+                .deliver_all(&m.to, &m)
+                .expect("the role counts its delivery");
+            assert_eq!(d.new, vec![true]);
+            let token = operator.change_token(&bob).unwrap();
+            assert_ne!(token, last, "delivery {n} changed the token");
+            last = token;
+        }
+        assert_eq!(operator.pending(&bob).unwrap().messages.len(), 2);
+    }));
+    let _ = admin.batch_execute(&format!("DROP OWNED BY \"{role}\"; DROP ROLE \"{role}\""));
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// A role that may not run mailroom's functions (a deployment that revoked `EXECUTE` from
+/// `PUBLIC`) is told which grant it lacks, not that it acts as someone else.
+#[test]
+fn a_role_without_execute_is_told_the_grant_it_lacks() {
+    let Some(db) = TestDb::create("no_execute") else {
+        return;
+    };
+    let s = db.schema();
+    PgStore::open(&db.url()).unwrap();
+    let role = format!("mr_noexec_{}", s.trim_start_matches("mailroom_test_"));
+    let mut admin = db.admin();
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE \"{role}\" LOGIN;
+             GRANT USAGE ON SCHEMA \"{s}\" TO \"{role}\";
+             GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA \"{s}\" TO \"{role}\";
+             GRANT USAGE ON SEQUENCE \"{s}\".moves TO \"{role}\";
+             INSERT INTO \"{s}\".identities (role, mailbox) VALUES ('{role}', 'alice@web');
+             REVOKE EXECUTE ON FUNCTION \"{s}\".mailroom_deliver(text[], text[], text[], text, text, text, text[], text, text, text, text, text, text, text, bigint, text, text) FROM PUBLIC;"
+        ))
+        .unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let agent = PgStore::open(&db.url_as(&role)).unwrap();
+        let m = message("alice@web", &["bob@web"], "no grant");
+        let e = agent
+            .deliver_all(&m.to, &m)
+            .expect_err("the send is refused");
+        assert_eq!(e.kind(), mailroom_core::ErrorKind::Refused);
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the PostgreSQL role '{role}' may not confirm the send here: it may not run mailroom's function mailroom_deliver; the operator grants it with GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA \"{s}\" TO \"{role}\" (see the least privilege in docs/POSTGRES.md)"
+            )
+        );
+        // With the grant it names, the same role sends.
+        db.admin()
+            .batch_execute(&format!(
+                "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA \"{s}\" TO \"{role}\""
+            ))
+            .unwrap();
+        assert_eq!(agent.deliver_all(&m.to, &m).unwrap().new, vec![true]);
+    }));
+    let _ = admin.batch_execute(&format!("DROP OWNED BY \"{role}\"; DROP ROLE \"{role}\""));
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
 }
