@@ -15,7 +15,11 @@
 //!    file system as HOME): create a file in `FLOOR_DIR/tmp`, write 30 bytes, `fdatasync`,
 //!    rename into `FLOOR_DIR/new`, `fsync` the directory — what `examples/floor` does, without
 //!    the process. Interleaving them makes both see the same disk, whatever it is doing;
-//! 4. untimed calls, `get_roster` and `write_mail` in turn, until `T` calls in all (default
+//! 4. `N` timed `ping`s, each right after one more floor operation: the transport's round trip
+//!    in the situation every timed `write_mail` is in (issued after the client waited on its
+//!    disk, so both processes' CPUs had time to go idle). What a `write_mail` costs above the
+//!    floor splits into this and the server's own work;
+//! 5. untimed calls, `get_roster` and `write_mail` in turn, until `T` calls in all (default
 //!    10,000).
 //!
 //! After every `K` calls (default 1,000) it reads the server's `VmRSS` and `VmHWM` from
@@ -307,6 +311,13 @@ fn main() -> Result<()> {
         sample(&server)?;
         floor.push(floor_once(&args.floor, i)?);
     }
+    let mut ping_after_floor = Vec::with_capacity(args.calls);
+    for i in 0..args.calls {
+        floor_once(&args.floor, args.calls + i)?;
+        let t0 = Instant::now();
+        server.request("ping", json!({}))?;
+        ping_after_floor.push(t0.elapsed().as_secs_f64() * 1000.0);
+    }
     while server.calls < args.total {
         if server.calls.is_multiple_of(2) {
             server.call("get_roster", roster.clone())?;
@@ -335,6 +346,7 @@ fn main() -> Result<()> {
         "get_roster": stats(get_roster),
         "write_mail": write,
         "floor_in_process": floor,
+        "ping_after_floor": stats(ping_after_floor),
         "write_mail_over_floor": (ratio * 1000.0).round() / 1000.0,
         "rss": samples,
         "rss_end": {"calls": calls, "vm_rss_kib": rss_end, "vm_hwm_kib": hwm_end},
