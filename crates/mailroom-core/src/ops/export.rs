@@ -158,16 +158,19 @@ impl Mailroom<'_> {
         {
             return Ok(false);
         }
-        // The target shows this mailbox something the source does not (it held mail of its
-        // own before the export): the session has not seen that either.
-        if !shows_no_more(source, target, mailbox)? {
-            return Ok(false);
-        }
-        let mut now = target.change_token(mailbox)?;
         let mut wrote = false;
         // Twice at most: saving a mark may change the target's token (PostgreSQL creates the
         // mailbox's row), and a mark saved with the token before that would never match.
         for _ in 0..2 {
+            // The token first, then the comparison: mail delivered to the target after the
+            // token was read changes it, so the mark written below is outdated (the safe side)
+            // instead of hiding that mail.
+            let now = target.change_token(mailbox)?;
+            // The target shows this mailbox something the source does not (it held mail of
+            // its own before the export, or got some since): the session has not seen that.
+            if !shows_no_more(source, target, mailbox)? {
+                return Ok(wrote);
+            }
             let Some(mark) = translate_mark(saved, token, &now) else {
                 return Ok(wrote);
             };
@@ -179,7 +182,6 @@ impl Mailroom<'_> {
             }
             target.set_last_injected(mailbox, &mark)?;
             wrote = true;
-            now = target.change_token(mailbox)?;
         }
         Ok(wrote)
     }
