@@ -232,7 +232,7 @@ fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         id: RequestId,
         #[allow(dead_code, reason = "read only to check that it says tools/call")]
         method: CallToolRequestMethod,
-        params: Params,
+        params: Obj<Params>,
     }
     #[derive(serde::Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -241,13 +241,35 @@ fn tool_call(line: &[u8]) -> Option<RxJsonRpcMessage<RoleServer>> {
         #[serde(default)]
         arguments: Option<JsonObject>,
     }
-    let call: Call = serde_json::from_slice(line).ok()?;
-    let mut params = CallToolRequestParams::new(call.params.name);
-    params.arguments = call.params.arguments;
+    let Obj(call) = serde_json::from_slice::<Obj<Call>>(line).ok()?;
+    let Obj(Params { name, arguments }) = call.params;
+    let mut params = CallToolRequestParams::new(name);
+    params.arguments = arguments;
     Some(JsonRpcMessage::Request(JsonRpcRequest::new(
         call.id,
         ClientRequest::CallToolRequest(Request::new(params)),
     )))
+}
+
+/// `T` read only from a JSON object. serde's derived structs also take an array of their
+/// fields in order (`"params": ["write_mail", {...}]`), which no JSON-RPC message or MCP params
+/// may be and rmcp's reader refuses: such a line must take the general path.
+struct Obj<T>(T);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Obj<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Object<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for Object<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(Object(std::marker::PhantomData)).map(Obj)
+    }
 }
 
 /// A request id as JSON-RPC allows it (a string or an integer), else null.
@@ -474,6 +496,11 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":7}}"#,
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}"#,
             r#"[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}]"#,
+            // Arrays in place of objects: serde's structs would take their fields in order.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["write_mail",{"recipient":"b"}]}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":["read_mail"]}"#,
+            r#"["2.0",3,"tools/call",{"name":"x"}]"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","name":"y"}}"#,
             "",
             "\u{0}",
         ] {
