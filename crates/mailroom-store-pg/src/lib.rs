@@ -1497,6 +1497,88 @@ mod tests {
         }
     }
 
+    /// A self-signed authority (P-256, valid until 2126), only ever parsed here.
+    const TEST_CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBjDCCATOgAwIBAgIUBiR+GGHj60EkUd6sJpCEIcJHfhYwCgYIKoZIzj0EAwIw\nGzEZMBcGA1UEAwwQbWFpbHJvb20tdGVzdC1jYTAgFw0yNjEyMDEwNjI0NTJaGA8y\nMTI2MTEwNzA2MjQ1MlowGzEZMBcGA1UEAwwQbWFpbHJvb20tdGVzdC1jYTBZMBMG\nByqGSM49AgEGCCqGSM49AwEHA0IABEZvF500eKpqdiptfjwcSxBbmHjWd3pKD0is\nJJTdQcVepPbkPorcQOv6O3ABMqkFaYlrB2cbPRMkaAfhBbN/L2ajUzBRMB0GA1Ud\nDgQWBBSE+60hZZcol7yNFRQWoHWlKn3J0TAfBgNVHSMEGDAWgBSE+60hZZcol7yN\nFRQWoHWlKn3J0TAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0cAMEQCIFjD\nGWUzGNzX9jn9ROPyCU2586v0Fzz0AUx943YZOjwCAiBWf3rWI4PZZF8L2jI4BgVy\nO8yzK22j8E9Yy3Jc4FcKEw==\n-----END CERTIFICATE-----\n";
+
+    #[test]
+    fn the_default_root_file_serves_every_mode_that_verifies() {
+        let home = std::env::temp_dir().join(format!("mailroom-ca-home-{}", std::process::id()));
+        let file = home.join(".postgresql").join("root.crt");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, TEST_CA).unwrap();
+        let sources = PasswordSources {
+            home: Some(home.clone()),
+            ..PasswordSources::default()
+        };
+        for mode in ["require", "verify-ca", "verify-full"] {
+            let (target, _) = parse_url_for(
+                &format!("postgres://u@h/d?sslmode={mode}"),
+                CONNECT_TIMEOUT,
+                &sources,
+            )
+            .unwrap_or_else(|e| panic!("{mode}: {e}"));
+            assert_eq!(
+                target.tls.as_ref().map(tls::Tls::roots),
+                Some(tls::Roots::File(&file)),
+                "{mode}"
+            );
+        }
+        std::fs::remove_dir_all(&home).unwrap();
+    }
+
+    #[test]
+    fn a_root_file_that_is_not_a_small_regular_file_is_refused_unread() {
+        let dir = std::env::temp_dir().join(format!("mailroom-odd-ca-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let big = dir.join("big.pem");
+        std::fs::write(&big, TEST_CA.repeat(8 * 1024)).unwrap();
+        let cases = [
+            (fifo.clone(), "is not a regular file"),
+            ("/dev/zero".into(), "is not a regular file"),
+            (dir.clone(), "is not a regular file"),
+            (big, "holds more than 4 MiB"),
+        ];
+        for (path, why) in cases {
+            // On a thread: a read that blocks (a FIFO without a writer) fails the test, not
+            // hangs it.
+            let url = format!(
+                "postgres://u@h/d?sslmode=verify-ca&sslrootcert={}",
+                path.display()
+            );
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let got = parse_url_for(&url, CONNECT_TIMEOUT, &PasswordSources::default())
+                    .map(|_| ())
+                    .map_err(|e| (e.kind(), e.to_string()));
+                let _ = tx.send(got);
+            });
+            let got = rx
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("{} was read and blocked", path.display()));
+            let (kind, text) = got.expect_err("refused");
+            assert_eq!(kind, mailroom_core::ErrorKind::Invalid);
+            assert_eq!(
+                text,
+                format!(
+                    "the root certificate file {} {why}{}",
+                    path.display(),
+                    if why.starts_with("holds") {
+                        ", more than any set of root certificates; name the PEM file of the authority that signed the server's certificate with sslrootcert=PATH"
+                    } else {
+                        "; name the PEM file of the authority that signed the server's certificate with sslrootcert=PATH"
+                    }
+                )
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn a_root_file_without_certificates_is_refused() {
         let file =

@@ -152,7 +152,9 @@ impl Tls {
                 }
                 Some(path.clone())
             }
-            (SslMode::Require, RootSource::Default(path)) if path.exists() => Some(path.clone()),
+            // libpq's default file, when it is there, for every mode that reaches here
+            // (`require` then verifies the chain, as in libpq).
+            (_, RootSource::Default(path)) if path.exists() => Some(path.clone()),
             (SslMode::Require, _) => return Tls::unverified(mode),
             (_, RootSource::Default(path)) => {
                 return Err(format!(
@@ -243,14 +245,51 @@ fn system_roots() -> Result<RootCertStore, String> {
     Ok(store)
 }
 
+/// The most a root file may hold: a system's whole bundle of authorities is a few hundred KiB.
+const MAX_ROOTS: u64 = 4 * 1024 * 1024;
+
 /// The certificates of a PEM file, as a root store; `Err` is the sentence when it holds none.
+/// The file is opened without blocking and read only when it is a regular file of at most
+/// [`MAX_ROOTS`] bytes: a FIFO with no writer would hang every command (the hooks and the MCP
+/// server too), and `/dev/zero` would be read until memory runs out.
 fn read_roots(path: &Path) -> Result<RootCertStore, String> {
-    let bytes = std::fs::read(path).map_err(|e| {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let cannot = |e: std::io::Error| {
         format!(
             "the root certificate file {} cannot be read ({e}); make it readable or name another with sslrootcert=PATH",
             path.display()
         )
-    })?;
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(format!(
+            "the root certificate file {} is not a regular file; name the PEM file of the authority that signed the server's certificate with sslrootcert=PATH",
+            path.display()
+        ));
+    }
+    let too_big = || {
+        format!(
+            "the root certificate file {} holds more than {} MiB, more than any set of root certificates; name the PEM file of the authority that signed the server's certificate with sslrootcert=PATH",
+            path.display(),
+            MAX_ROOTS / (1024 * 1024)
+        )
+    };
+    if meta.len() > MAX_ROOTS {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_ROOTS + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_ROOTS {
+        return Err(too_big());
+    }
     let mut store = RootCertStore::empty();
     let mut rejected = 0usize;
     for cert in CertificateDer::pem_slice_iter(&bytes) {
