@@ -55,6 +55,16 @@ const KEEP_IDLE: usize = 4;
 /// How long a connection attempt may take when the URL does not say (`connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a connection is idle before its first keepalive probe (`keepalives_idle`).
+const KEEPALIVES_IDLE: Duration = Duration::from_secs(30);
+/// How long between unanswered keepalive probes (`keepalives_interval`).
+const KEEPALIVES_INTERVAL: Duration = Duration::from_secs(10);
+/// How many unanswered probes make the connection dead (`keepalives_count`): with the two
+/// above, a server gone silent is found in about a minute.
+const KEEPALIVES_COUNT: u32 = 3;
+/// The longest `tcp_user_timeout` the system takes (milliseconds in a C int).
+const MAX_USER_TIMEOUT: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// How often a transaction that lost a deadlock or a serialization race is tried again.
 const ATTEMPTS: usize = 5;
 
@@ -314,12 +324,72 @@ fn parse_parts(raw: &str, connect_timeout: Duration) -> Result<Parsed, Error> {
     if config.get_application_name().is_none() {
         config.application_name("mailroom");
     }
+    keepalives(&mut config, &split)?;
     Ok(Parsed {
         config,
         verify,
         sslmode_given: split.sslmode.is_some(),
         root_cert,
     })
+}
+
+/// Sets what `split`'s own parameters say, and keepalives where the URL says nothing: a peer
+/// that vanished without a word (a partition, a sleeping laptop, a NAT that forgot the flow)
+/// is found dead in about a minute, not the system's two hours, so a `watch` listening on an
+/// idle connection reconnects and looks again rather than waiting forever.
+fn keepalives(config: &mut Config, split: &TlsParams) -> Result<(), Error> {
+    let mut user_timeout = None;
+    for (name, value) in &split.own {
+        let Ok(number) = value.parse::<u32>() else {
+            let accepts = PARAMETERS
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or("a whole number", |(_, a)| a);
+            return Err(Error::Invalid(format!(
+                "the PostgreSQL URL's parameter '{name}' has a value it does not accept; write {accepts}"
+            )));
+        };
+        match name.as_str() {
+            "keepalives_count" => {
+                config.keepalives_retries(number);
+            }
+            // `tcp_user_timeout`; 0 is libpq's "the system's own" (see below).
+            _ => user_timeout = Some(Duration::from_millis(u64::from(number))),
+        }
+    }
+    if !config.get_keepalives() {
+        if let Some(t) = user_timeout.filter(|t| !t.is_zero()) {
+            config.tcp_user_timeout(t);
+        }
+        return Ok(());
+    }
+    if !split.idle_given {
+        config.keepalives_idle(KEEPALIVES_IDLE);
+    }
+    let interval = config
+        .get_keepalives_interval()
+        .unwrap_or(KEEPALIVES_INTERVAL);
+    config.keepalives_interval(interval);
+    let count = config.get_keepalives_retries().unwrap_or(KEEPALIVES_COUNT);
+    config.keepalives_retries(count);
+    // Linux closes a connection whose keepalive probes go unanswered after the user timeout
+    // when one is set (not after the count of probes), and one whose sent data goes
+    // unacknowledged that long (a query in flight when the network went): by default, the time
+    // the keepalives take to give up.
+    let probing = interval
+        .checked_mul(count)
+        .and_then(|p| p.checked_add(config.get_keepalives_idle()))
+        .map_or(MAX_USER_TIMEOUT, |p| p.min(MAX_USER_TIMEOUT));
+    match user_timeout {
+        Some(t) if t.is_zero() => {}
+        Some(t) => {
+            config.tcp_user_timeout(t);
+        }
+        None => {
+            config.tcp_user_timeout(probing);
+        }
+    }
+    Ok(())
 }
 
 /// A raw URL with the TLS parameters the driver does not take out or rewritten.
@@ -331,15 +401,26 @@ struct TlsParams {
     sslmode: Option<String>,
     /// The value of the last `sslrootcert`, decoded.
     root_cert: Option<String>,
+    /// The parameters mailroom reads itself (see `OWN_PARAMETERS`), taken out, decoded.
+    own: Vec<(String, String)>,
+    /// Whether the URL has a `keepalives_idle` (the driver's default cannot be told apart).
+    idle_given: bool,
 }
 
-/// Takes `sslrootcert` out of `raw` and writes `sslmode=verify-ca|verify-full` as `require`,
+/// The parameters the driver reads otherwise than libpq, or not at all, which mailroom takes
+/// out of the URL and applies itself: libpq's `tcp_user_timeout` is in milliseconds (the
+/// driver's, in seconds), and its `keepalives_count` is the driver's `keepalives_retries`.
+const OWN_PARAMETERS: &[&str] = &["tcp_user_timeout", "keepalives_count"];
+
+/// Takes `sslrootcert` and mailroom's own parameters (`OWN_PARAMETERS`) out of `raw`, notes
+/// whether it sets `keepalives_idle`, and writes `sslmode=verify-ca|verify-full` as `require`,
 /// in both of libpq's forms: a URL's query (`?a=b&c=d`, percent-encoded) and `key=value` words
 /// (values quoted with `'…'`, `\` escaping). What it cannot read is left for the driver to
 /// refuse.
 fn tls_params(raw: &str) -> TlsParams {
     let mut sslmode = None;
     let mut root_cert = None;
+    let mut own = Vec::new();
     let verifying = |v: &str| v == "verify-ca" || v == "verify-full";
     if is_url(raw) {
         let Some((base, query)) = raw.split_once('?') else {
@@ -347,13 +428,20 @@ fn tls_params(raw: &str) -> TlsParams {
                 rest: raw.to_owned(),
                 sslmode,
                 root_cert,
+                own,
+                idle_given: false,
             };
         };
         let mut kept = Vec::new();
+        let mut idle = false;
         for pair in query.split('&') {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            idle |= key == "keepalives_idle";
             match key {
                 "sslrootcert" => root_cert = Some(percent_decoded(value)),
+                k if OWN_PARAMETERS.contains(&k) => {
+                    own.push((k.to_owned(), percent_decoded(value)))
+                }
                 "sslmode" => {
                     let value = percent_decoded(value);
                     if verifying(&value) {
@@ -375,6 +463,8 @@ fn tls_params(raw: &str) -> TlsParams {
             rest,
             sslmode,
             root_cert,
+            own,
+            idle_given: idle,
         };
     }
     let Some(words) = key_values(raw) else {
@@ -382,12 +472,20 @@ fn tls_params(raw: &str) -> TlsParams {
             rest: raw.to_owned(),
             sslmode,
             root_cert,
+            own,
+            idle_given: false,
         };
     };
     let mut rest = String::with_capacity(raw.len());
     let mut at = 0;
+    let idle_given = words.iter().any(|(_, key, _)| key == "keepalives_idle");
     for (span, key, value) in words {
         match key.as_str() {
+            k if OWN_PARAMETERS.contains(&k) => {
+                rest.push_str(&raw[at..span.start]);
+                at = span.end;
+                own.push((key, value));
+            }
             "sslrootcert" => {
                 rest.push_str(&raw[at..span.start]);
                 at = span.end;
@@ -409,6 +507,8 @@ fn tls_params(raw: &str) -> TlsParams {
         rest,
         sslmode,
         root_cert,
+        own,
+        idle_given,
     }
 }
 
@@ -522,7 +622,11 @@ const PARAMETERS: &[(&str, &str)] = &[
     ("keepalives", "1 (on) or 0 (off)"),
     ("keepalives_idle", "a whole number of seconds"),
     ("keepalives_interval", "a whole number of seconds"),
-    ("keepalives_retries", "a whole number"),
+    ("keepalives_count", "a whole number of probes"),
+    (
+        "keepalives_retries",
+        "a whole number of probes (the same as keepalives_count)",
+    ),
     ("target_session_attrs", "any, read-write or read-only"),
     ("channel_binding", "disable, prefer or require"),
     ("load_balance_hosts", "disable or random"),
@@ -1386,6 +1490,72 @@ mod tests {
     }
 
     #[test]
+    fn connections_find_a_silent_server_dead_in_about_a_minute_by_default() {
+        let c = parse_url("postgres://u@h/d").unwrap();
+        assert!(c.get_keepalives());
+        assert_eq!(c.get_keepalives_idle(), Duration::from_secs(30));
+        assert_eq!(c.get_keepalives_interval(), Some(Duration::from_secs(10)));
+        assert_eq!(c.get_keepalives_retries(), Some(3));
+        assert_eq!(c.get_tcp_user_timeout(), Some(&Duration::from_secs(60)));
+        let c = parse_url("host=h user=u dbname=d").unwrap();
+        assert_eq!(c.get_tcp_user_timeout(), Some(&Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn keepalives_take_libpq_parameters_in_both_forms_of_url() {
+        for url in [
+            "postgres://u@h/d?keepalives_idle=1&keepalives_interval=2&keepalives_count=4&tcp_user_timeout=2500",
+            "host=h user=u keepalives_idle=1 keepalives_interval=2 keepalives_count='4' tcp_user_timeout=2500",
+        ] {
+            let c = parse_url(url).unwrap();
+            assert_eq!(c.get_keepalives_idle(), Duration::from_secs(1), "{url}");
+            assert_eq!(c.get_keepalives_interval(), Some(Duration::from_secs(2)));
+            assert_eq!(c.get_keepalives_retries(), Some(4));
+            assert_eq!(c.get_tcp_user_timeout(), Some(&Duration::from_millis(2500)));
+        }
+        // Without a user timeout, the time the keepalives take: idle + interval × count.
+        let c = parse_url(
+            "postgres://u@h/d?keepalives_idle=5&keepalives_interval=1&keepalives_retries=2",
+        )
+        .unwrap();
+        assert_eq!(c.get_tcp_user_timeout(), Some(&Duration::from_secs(7)));
+        // 0 is the system's own user timeout, as in libpq.
+        let c = parse_url("postgres://u@h/d?tcp_user_timeout=0").unwrap();
+        assert_eq!(c.get_tcp_user_timeout(), None);
+        // Keepalives off: nothing of mailroom's own.
+        let c = parse_url("postgres://u@h/d?keepalives=0").unwrap();
+        assert!(!c.get_keepalives());
+        assert_eq!(c.get_tcp_user_timeout(), None);
+    }
+
+    #[test]
+    fn a_bad_keepalive_parameter_is_named_with_what_it_accepts() {
+        let cases = [
+            (
+                "postgres://u:s3cret@h/d?keepalives_count=many",
+                "the PostgreSQL URL's parameter 'keepalives_count' has a value it does not accept; write a whole number of probes",
+            ),
+            (
+                "host=h password=s3cret tcp_user_timeout=-1",
+                "the PostgreSQL URL's parameter 'tcp_user_timeout' has a value it does not accept; write a whole number of milliseconds",
+            ),
+            (
+                "postgres://u:s3cret@h/d?keepalives_idle=soon",
+                "the PostgreSQL URL's parameter 'keepalives_idle' has a value it does not accept; write a whole number of seconds",
+            ),
+            (
+                "postgres://u:s3cret@h/d?keepalives=yes",
+                "the PostgreSQL URL's parameter 'keepalives' has a value it does not accept; write 1 (on) or 0 (off)",
+            ),
+        ];
+        for (url, sentence) in cases {
+            let e = parse_url(url).unwrap_err();
+            assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid, "{url}");
+            assert_eq!(e.to_string(), sentence, "{url}");
+        }
+    }
+
+    #[test]
     fn tls_parameters_are_taken_out_of_both_forms_of_url() {
         let p = tls_params(
             "postgres://u:pw@h/d?sslmode=verify-full&sslrootcert=%2Ftmp%2Fmy%20ca.pem&options=x",
@@ -1396,6 +1566,9 @@ mod tests {
                 rest: "postgres://u:pw@h/d?sslmode=require&options=x".into(),
                 sslmode: Some("verify-full".into()),
                 root_cert: Some("/tmp/my ca.pem".into()),
+
+                own: Vec::new(),
+                idle_given: false,
             }
         );
         let p = tls_params("postgres://u@h/d?sslrootcert=ca.pem");
@@ -1408,6 +1581,9 @@ mod tests {
                 rest: "host=h sslmode=require  user=u".into(),
                 sslmode: Some("verify-ca".into()),
                 root_cert: Some("/a b/c'd.pem".into()),
+
+                own: Vec::new(),
+                idle_given: false,
             }
         );
         let p = tls_params("postgres://u@h/d?sslmode=disable");

@@ -473,6 +473,404 @@ fn three_hosts_share_one_server_and_a_cut_connection_loses_and_doubles_nothing()
     }
 }
 
+/// Three network namespaces, the hosts of one test run, each linked to the root namespace
+/// (where the test server is) by a veth pair on a /30 of its own in 198.18.0.0/15, the range
+/// set aside for network tests, chosen by the process id so parallel runs do not collide.
+/// Dropping it removes them with everything in them, even when the test fails.
+struct Hosts {
+    /// Per host: its namespace, the root side's link and the two ends' addresses.
+    hosts: Vec<NetHost>,
+}
+
+struct NetHost {
+    ns: String,
+    link: String,
+    gateway: std::net::Ipv4Addr,
+    addr: std::net::Ipv4Addr,
+}
+
+/// Runs `program ARGS`; what went wrong as one line.
+fn admin_command(program: &str, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "`{program} {}` failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr).trim()
+    ))
+}
+
+impl Hosts {
+    fn create(count: u32) -> Result<Hosts, String> {
+        let pid = std::process::id();
+        let base = u32::from(std::net::Ipv4Addr::new(198, 18, 0, 0)) + (pid % 8192) * 16;
+        let mut made = Hosts { hosts: Vec::new() };
+        for i in 0..count {
+            let ns = format!("mailroom-it-{pid}-{i}");
+            // Link names have at most 15 bytes.
+            let link = format!("mr{pid}r{i}");
+            let peer = format!("mr{pid}h{i}");
+            let gateway = std::net::Ipv4Addr::from(base + 4 * i + 1);
+            let addr = std::net::Ipv4Addr::from(base + 4 * i + 2);
+            admin_command("ip", &["netns", "add", &ns])?;
+            made.hosts.push(NetHost {
+                ns: ns.clone(),
+                link: link.clone(),
+                gateway,
+                addr,
+            });
+            for args in [
+                vec![
+                    "link", "add", &link, "type", "veth", "peer", "name", &peer, "netns", &ns,
+                ],
+                vec!["addr", "add", &format!("{gateway}/30"), "dev", &link],
+                vec!["link", "set", &link, "up"],
+                vec![
+                    "-n",
+                    &ns,
+                    "addr",
+                    "add",
+                    &format!("{addr}/30"),
+                    "dev",
+                    &peer,
+                ],
+                vec!["-n", &ns, "link", "set", &peer, "up"],
+                vec!["-n", &ns, "link", "set", "lo", "up"],
+            ] {
+                admin_command("ip", &args)?;
+            }
+        }
+        // The partition needs a queue that drops everything (see `silence`).
+        if let Some(h) = made.hosts.first() {
+            let link = h.link.clone();
+            admin_command(
+                "tc",
+                &["qdisc", "add", "dev", &link, "root", "pfifo", "limit", "0"],
+            )?;
+            admin_command("tc", &["qdisc", "del", "dev", &link, "root"])?;
+        }
+        Ok(made)
+    }
+
+    /// Drops every packet the root namespace sends to host `i`: it hears nothing more (no
+    /// reset, no error), as behind a partition. Dropped on the root side, not in the host's
+    /// own queue, which its TCP would take for congestion and retry forever.
+    fn silence(&self, i: usize) {
+        admin_command(
+            "tc",
+            &[
+                "qdisc",
+                "add",
+                "dev",
+                &self.hosts[i].link,
+                "root",
+                "pfifo",
+                "limit",
+                "0",
+            ],
+        )
+        .expect("silence the link");
+    }
+
+    /// The source ports of the connections host `i` has begun to `port` in the root
+    /// namespace and that are still half-open there (`SYN_RECV`: the answer did not reach it).
+    fn half_open(&self, i: usize, port: u16) -> std::collections::BTreeSet<u16> {
+        let table = std::fs::read_to_string("/proc/net/tcp").expect("/proc/net/tcp");
+        let endpoint = |field: &str| {
+            let (addr, port) = field.split_once(':')?;
+            let addr = u32::from_str_radix(addr, 16).ok()?;
+            Some((
+                std::net::Ipv4Addr::from(addr.to_ne_bytes()),
+                u16::from_str_radix(port, 16).ok()?,
+            ))
+        };
+        table
+            .lines()
+            .skip(1)
+            .filter_map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                let (local, remote) = (endpoint(fields.get(1)?)?, endpoint(fields.get(2)?)?);
+                (*fields.get(3)? == "03" && local.1 == port && remote.0 == self.hosts[i].addr)
+                    .then_some(remote.1)
+            })
+            .collect()
+    }
+
+    fn restore(&self, i: usize) {
+        admin_command("tc", &["qdisc", "del", "dev", &self.hosts[i].link, "root"])
+            .expect("restore the link");
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for h in &self.hosts {
+            // Deleting one end of a veth pair deletes both.
+            let _ = admin_command("ip", &["link", "del", &h.link]);
+            let _ = admin_command("ip", &["netns", "del", &h.ns]);
+        }
+    }
+}
+
+/// Forwards every connection to `at` (port chosen here) on to `server`, both ways; when either
+/// side ends or fails, both are closed, so a host's connection that gives up ends its server
+/// session too. Returns the port.
+fn forwarder(at: std::net::Ipv4Addr, server: String) -> u16 {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind((at, 0)).expect("a port on the host's link");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            let Ok(upstream) = TcpStream::connect(&server) else {
+                let _ = client.shutdown(Shutdown::Both);
+                continue;
+            };
+            for (mut from, mut to) in [
+                (client.try_clone(), upstream.try_clone()),
+                (upstream.try_clone(), client.try_clone()),
+            ]
+            .into_iter()
+            .filter_map(|(a, b)| Some((a.ok()?, b.ok()?)))
+            {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = from.shutdown(Shutdown::Both);
+                    let _ = to.shutdown(Shutdown::Both);
+                });
+            }
+        }
+    });
+    port
+}
+
+/// Why network namespaces cannot be made here, if they cannot.
+fn netns_missing(probe: Result<Hosts, String>) -> Result<Hosts, String> {
+    let reason = match probe {
+        Ok(hosts) => return Ok(hosts),
+        Err(reason) => reason,
+    };
+    let required = |var: &str| std::env::var(var).as_deref() == Ok("1");
+    assert!(
+        !(required("MAILROOM_TEST_PG_REQUIRED") && required("MAILROOM_TEST_NETNS")),
+        "network namespaces are required here (MAILROOM_TEST_NETNS=1) but cannot be made: {reason}"
+    );
+    Err(reason)
+}
+
+#[test]
+fn netns_three_hosts_behind_a_silent_partition_catch_up_with_nothing_lost_or_doubled() {
+    use std::io::{BufRead, BufReader};
+    let Some(db) = TestDb::create("netns_partition") else {
+        return;
+    };
+    let test = "netns_three_hosts_behind_a_silent_partition_catch_up_with_nothing_lost_or_doubled";
+    let net = match netns_missing(Hosts::create(3)) {
+        Ok(net) => net,
+        Err(reason) => {
+            eprintln!(
+                "{test}: NOT RUN: network namespaces cannot be made here ({reason}); run as root with iproute2, and set MAILROOM_TEST_NETNS=1 to require it"
+            );
+            return;
+        }
+    };
+    // The test server's host:port, which each host reaches through a forwarder on its link.
+    let shown = mailroom_store_pg::shown_url(
+        &mailroom_store_pg::parse_url(&mailroom_store_pg::testing::server_url())
+            .expect("the test server's URL"),
+    );
+    let server = shown
+        .split_once('@')
+        .map_or(shown.as_str(), |(_, r)| r)
+        .trim_start_matches("postgres://")
+        .split('/')
+        .next()
+        .expect("host:port")
+        .to_owned();
+    let base = db.url();
+    assert!(base.contains(&server), "{base} names {server}");
+    // Each host: its own home, identity, namespace, processes and connection name, with
+    // keepalives short enough that a dead connection is found in seconds.
+    let ports: Vec<u16> = net
+        .hosts
+        .iter()
+        .map(|h| forwarder(h.gateway, server.clone()))
+        .collect();
+    let hosts: Vec<(Home, String, &str, &str)> = ["alice", "bob", "carol"]
+        .into_iter()
+        .zip(net.hosts.iter().zip(&ports))
+        .map(|(who, (h, port))| {
+            let url = format!(
+                "{}&application_name=net_{who}_{}&keepalives_idle=1&keepalives_interval=1&keepalives_count=2&connect_timeout=2",
+                base.replacen(&server, &format!("{}:{port}", h.gateway), 1),
+                db.schema()
+            );
+            (Home::new(), url, who, h.ns.as_str())
+        })
+        .collect();
+    let run = |i: usize, args: &[&str]| {
+        let (home, url, who, ns) = &hosts[i];
+        let mut c = home.as_(&format!("{who}@web"), args);
+        c.env("MAILROOM_URL", url).inside(ns);
+        c
+    };
+    let spawn = |i: usize, args: &[&str]| {
+        let (home, url, who, ns) = &hosts[i];
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns, BIN, "--as", &format!("{who}@web")])
+            .args(args)
+            .env("MAILROOM_URL", url)
+            .env("MAILROOM_HOME", home.path())
+            .env_remove("MAILROOM_AS")
+            .current_dir(home.root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the process starts");
+        let watchdog = Watchdog::arm(&child);
+        (child, watchdog)
+    };
+    let send = |i: usize, args: &[&str]| -> String {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let v = run(i, &all).json();
+        v["id"].as_str().expect("an id").to_owned()
+    };
+    for who in ["alice", "bob", "carol"] {
+        hosts[0]
+            .0
+            .as_("HUMAN", ["--project", "web", "roster", "add", who])
+            .env("MAILROOM_URL", &hosts[0].1)
+            .inside(hosts[0].3)
+            .ok();
+    }
+
+    // A wait on bob's host is woken by a send from alice's.
+    let (waiter, watchdog) = spawn(1, &["--json", "wait", "--timeout", "120"]);
+    db.wait_for_listener("bob@web");
+    let id = send(0, &["send", "--to", "bob", "-m", "are you there?"]);
+    let out = waiter.wait_with_output().expect("the waiter ends");
+    watchdog.disarm();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(ids(&v), vec![id]);
+
+    // Carol watches; directed mail, a broadcast and a channel entry reach her.
+    let (mut watch, watchdog) = spawn(2, &["--json", "watch"]);
+    db.wait_for_listener("carol@web");
+    let mut lines = BufReader::new(watch.stdout.take().expect("stdout")).lines();
+    let mut next = || {
+        let line = lines.next().expect("a line").expect("readable");
+        let v: Value = serde_json::from_str(&line).expect("JSON");
+        v["id"].as_str().expect("id").to_owned()
+    };
+    let mut expected = Vec::new();
+    let mut shown = Vec::new();
+    expected.push(send(0, &["send", "--to", "carol", "-m", "alice 0"]));
+    shown.push(next());
+    expected.push(send(1, &["send", "--to", "carol", "-m", "bob 0"]));
+    shown.push(next());
+    let broadcast = send(1, &["send", "--broadcast", "-m", "deploy at 5"]);
+    shown.push(next());
+    send(0, &["channel", "post", "run-1", "-m", "step 1"]);
+
+    // Carol's host hears nothing more, without a word: her watch's notifications are lost
+    // on the way while the others go on sending.
+    net.silence(2);
+    for n in 1..3 {
+        expected.push(send(
+            0,
+            &["send", "--to", "carol", "-m", &format!("alice {n}")],
+        ));
+        expected.push(send(
+            1,
+            &["send", "--to", "carol", "-m", &format!("bob {n}")],
+        ));
+    }
+    // Her keepalives go unanswered and her side gives the connection up: the forwarder then
+    // closes the server's side, whose session ends. PostgreSQL says so by no event, only by
+    // pg_stat_activity, so this polls for that condition.
+    let mut admin = db.admin();
+    let name = format!("net_carol_{}", db.schema());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let n: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                &[&name],
+            )
+            .expect("sessions")
+            .get(0);
+        if n == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "carol's host gave up no connection within 30 s of going silent"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    expected.push(send(0, &["send", "--to", "carol", "-m", "alice 3"]));
+    expected.push(send(1, &["send", "--to", "carol", "-m", "bob 3"]));
+    let broadcast2 = send(0, &["send", "--broadcast", "-m", "deploy moved to 6"]);
+    // The outage outlasts a reconnection: her host tries again and again (two attempts seen
+    // half-open here), its watch still running.
+    let mut tried = std::collections::BTreeSet::new();
+    while tried.len() < 2 {
+        tried.extend(net.half_open(2, ports[2]));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "carol's host did not try twice to reconnect within 30 s of going silent"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    // Back on the network, her watch catches up: each message once (the watchdog fails the
+    // test if it never does).
+    net.restore(2);
+    let back = std::time::Instant::now();
+    for _ in 0..7 {
+        shown.push(next());
+    }
+    let caught_up = back.elapsed();
+    watch.kill().expect("kill the watch");
+    watch.wait().expect("the watch ends");
+    watchdog.disarm();
+    let extra: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(extra.is_empty(), "the watch showed more: {extra:?}");
+    eprintln!("{test}: carol's watch caught up {caught_up:?} after her link came back");
+
+    let mut want = expected.clone();
+    want.push(broadcast);
+    want.push(broadcast2);
+    want.sort();
+    let mut got = shown;
+    got.sort();
+    assert_eq!(
+        got, want,
+        "the watch showed each message once, across the partition"
+    );
+    let inbox = run(2, &["--json", "inbox"]).json();
+    let mut ids_in = ids(&inbox);
+    ids_in.sort();
+    assert_eq!(ids_in, want, "nothing lost or doubled: {inbox}");
+    let channel = run(2, &["--json", "channel", "read", "run-1"]).json();
+    assert!(channel.to_string().contains("step 1"), "{channel}");
+    for (home, _, _, _) in &hosts {
+        assert!(!home.path().exists(), "no host wrote files");
+    }
+}
+
 /// Everything a mailroom holds that `export` copies, in a comparable form.
 fn dump(store: &dyn mailroom_core::Store) -> String {
     use mailroom_core::message::ChannelRef;

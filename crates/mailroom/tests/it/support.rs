@@ -302,6 +302,26 @@ impl TestCommand {
         self
     }
 
+    /// Runs it inside the network namespace `netns` (`ip netns exec`), with the same
+    /// arguments, environment and directory: a command of another host.
+    pub fn inside(&mut self, netns: &str) -> &mut Self {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", netns])
+            .arg(self.cmd.get_program())
+            .args(self.cmd.get_args());
+        for (key, value) in self.cmd.get_envs() {
+            match value {
+                Some(v) => cmd.env(key, v),
+                None => cmd.env_remove(key),
+            };
+        }
+        if let Some(dir) = self.cmd.get_current_dir() {
+            cmd.current_dir(dir);
+        }
+        self.cmd = cmd;
+        self
+    }
+
     pub fn stdin(&mut self, bytes: impl Into<Vec<u8>>) -> &mut Self {
         self.stdin = Some(bytes.into());
         self
