@@ -258,6 +258,12 @@ pub fn parse_url_for(
         }
         None => tls::SslMode::of_driver(&config),
     };
+    // A verifying mode refuses a server that declines TLS: the driver must require it (an
+    // implied verify-full would otherwise keep the driver's `prefer`, and a man in the middle
+    // answering "no TLS" would be sent the login in clear text).
+    if matches!(mode, tls::SslMode::VerifyCa | tls::SslMode::VerifyFull) {
+        config.ssl_mode(postgres::config::SslMode::Require);
+    }
     let tls = tls::Tls::for_mode(mode, &roots).map_err(Error::Invalid)?;
     Ok((
         Target {
@@ -696,9 +702,40 @@ pub(crate) fn dial(config: &Config, tls: Option<&tls::Tls>, shown: &str) -> Resu
             &unverified
         }
     };
-    config
-        .connect(tls.connector())
-        .map_err(|e| connect_error(shown, config, Some(tls), &e))
+    let Some(&limit) = config.get_connect_timeout() else {
+        return config
+            .connect(tls.connector())
+            .map_err(|e| connect_error(shown, config, Some(tls), &e));
+    };
+    // The driver bounds only the TCP connect by connect_timeout: a server (or anything between)
+    // that accepts and then never answers the TLS request, the handshake or the login would
+    // hang the command, a hook or the MCP server for good. The whole setup runs on a thread of
+    // its own, bounded by the same limit for each host, as libpq bounds it; a thread given up
+    // on ends with its socket (keepalives, `tcp_user_timeout`) or with the process.
+    let hosts = u32::try_from(config.get_hosts().len().max(1)).unwrap_or(u32::MAX);
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let (setup, connector) = (config.clone(), tls.connector());
+    std::thread::Builder::new()
+        .name("mailroom-pg-connect".into())
+        .spawn(move || {
+            let _ = tx.send(setup.connect(connector));
+        })
+        .map_err(|e| {
+            sentence(
+                format!("cannot connect to the PostgreSQL server at {shown}"),
+                format!("no thread could be started for it ({e})"),
+            )
+        })?;
+    match rx.recv_timeout(limit.saturating_mul(hosts)) {
+        Ok(connected) => connected.map_err(|e| connect_error(shown, config, Some(tls), &e)),
+        Err(_) => Err(sentence(
+            format!("the PostgreSQL server at {shown} did not answer"),
+            format!(
+                "it took the connection but had not finished the login after {} s; check that the address is a PostgreSQL server that is up, or give it longer with connect_timeout=SECONDS in the URL",
+                limit.saturating_mul(hosts).as_secs()
+            ),
+        )),
+    }
 }
 
 /// The rustls error under a failed TLS handshake, if that is what it was.

@@ -1368,3 +1368,73 @@ fn a_role_without_execute_is_told_the_grant_it_lacks() {
         std::panic::resume_unwind(panic);
     }
 }
+
+/// A server that takes connections and never says a word (a hung postmaster, a proxy that
+/// black-holes): the whole login is bounded by `connect_timeout`, not only the TCP connect.
+#[test]
+fn a_server_that_takes_the_connection_and_never_answers_is_given_up_on() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let port = listener.local_addr().expect("its address").port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = listener.accept() {
+            held.push(s);
+        }
+    });
+    for mode in ["disable", "require"] {
+        let url = format!(
+            "postgres://alice:hunter2@127.0.0.1:{port}/mail?sslmode={mode}&connect_timeout=1"
+        );
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(PgStore::open(&url).map(|_| ()).map_err(|e| e.to_string()));
+        });
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("sslmode={mode}: still connecting after 20 s"));
+        assert_eq!(
+            got.unwrap_err(),
+            format!(
+                "the PostgreSQL server at postgres://alice@127.0.0.1:{port}/mail did not answer: it took the connection but had not finished the login after 1 s; check that the address is a PostgreSQL server that is up, or give it longer with connect_timeout=SECONDS in the URL"
+            ),
+            "sslmode={mode}"
+        );
+    }
+}
+
+/// `sslrootcert=system` without `sslmode` is verify-full: a server (or a man in the middle)
+/// that declines TLS gets nothing more, not a login in clear text.
+#[test]
+fn an_implied_verify_full_sends_nothing_to_a_server_that_declines_tls() {
+    use std::io::{Read as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a local port");
+    let port = listener.local_addr().expect("its address").port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        let mut request = [0u8; 8];
+        if s.read_exact(&mut request).is_ok() && request == [0, 0, 0, 8, 4, 210, 22, 47] {
+            let _ = s.write_all(b"N");
+        }
+        // What the client sends after being told "no TLS": nothing, then the close.
+        let _ = s.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+        let mut after = Vec::new();
+        let _ = s.read_to_end(&mut after);
+        let _ = tx.send(after);
+    });
+    let e = PgStore::open(&format!(
+        "postgres://alice:hunter2@127.0.0.1:{port}/mail?sslrootcert=system"
+    ))
+    .unwrap_err();
+    assert!(e.to_string().contains("does not offer TLS"), "{e}");
+    let after = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the server saw the client go");
+    assert!(
+        after.is_empty(),
+        "sent after the server declined TLS: {:?}",
+        String::from_utf8_lossy(&after)
+    );
+}

@@ -83,6 +83,9 @@ impl Mailroom<'_> {
                 "{me} cannot export the mailroom: it copies every mailbox, which only the operator may read; run it as HUMAN (--as HUMAN)"
             )));
         }
+        // A target that would refuse the operator (a strict-mode agent role's connection) is
+        // refused before the first write, not half-way through with part of the home copied.
+        target.check_acts_as(me)?;
         let source = self.store();
         let mut out = Exported::default();
         let mut mailboxes = vec![Address::human()];

@@ -1268,6 +1268,63 @@ impl Drop for Roles<'_> {
     }
 }
 
+/// Exporting is the operator's: into an agent role's connection it is refused before anything
+/// is written, not half-way through with part of the home copied in the wrong state.
+#[test]
+fn export_into_a_strict_agent_role_is_refused_before_it_writes() {
+    let Some(h) = PgHome::new("export_strict") else {
+        return;
+    };
+    h.as_("HUMAN", &["--project", "web", "roster", "add", "alice"])
+        .ok();
+    h.as_("HUMAN", &["--project", "web", "roster", "add", "bob"])
+        .ok();
+    let tag =
+        h.db.schema()
+            .trim_start_matches("mailroom_test_")
+            .to_owned();
+    let name = format!("mr_exp_{tag}");
+    let sql = h
+        .as_("HUMAN", &["role", "alice@web", "--name", &name])
+        .stdout();
+    h.db.admin()
+        .batch_execute(&sql)
+        .expect("the printed SQL runs");
+    let _roles = Roles {
+        db: &h.db,
+        names: vec![name.clone()],
+    };
+    // A file home where bob has read and archived alice's message.
+    let files = Home::new();
+    files
+        .as_(
+            "alice@web",
+            &["send", "--to", "bob", "-m", "archived in files"],
+        )
+        .ok();
+    files.as_("bob@web", &["inbox"]).ok();
+    files.as_("bob@web", &["archive"]).ok();
+    let count = || -> i64 {
+        h.db.admin()
+            .query_one(
+                &format!("SELECT count(*) FROM {}.copies", h.db.schema()),
+                &[],
+            )
+            .expect("count")
+            .get(0)
+    };
+    let before = count();
+    let refused = files
+        .as_("HUMAN", &["export", "--to", &h.db.url_as(&name)])
+        .fails(4);
+    assert!(
+        refused.stderr.contains("may not act as HUMAN"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(count(), before, "nothing was written");
+}
+
 #[test]
 fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
     let Some(h) = PgHome::new("strict_mode") else {
