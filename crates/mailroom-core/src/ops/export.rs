@@ -69,6 +69,14 @@ pub struct Exported {
     pub damaged: Vec<Damaged>,
 }
 
+/// Whether a copy the target holds in state `from` may be moved to the source's `to`: only on
+/// along its lifecycle (unread → read → done, unread → cancelled), never back. A copy the
+/// target's reader archived, or its sender cancelled, since an earlier export (agents already
+/// working on the target) stays so; the export reports it instead of undoing it.
+fn moves_on(from: State, to: State) -> bool {
+    matches!((from, to), (State::Unread, _) | (State::Read, State::Done))
+}
+
 impl Mailroom<'_> {
     /// Copies this mailroom into `target`. Only the operator (`HUMAN`) exports: it reads every
     /// mailbox. `progress` is told each mailbox and channel as it is done.
@@ -231,8 +239,19 @@ impl Mailroom<'_> {
             if let Some(state) = now
                 && state != stored.state
             {
-                target.transition(mailbox, &[(id, state)], stored.state)?;
-                changed = true;
+                if moves_on(state, stored.state) {
+                    target.transition(mailbox, &[(id, state)], stored.state)?;
+                    changed = true;
+                } else {
+                    out.damaged.push(Damaged {
+                        location: format!("{mailbox} {id}"),
+                        state: Some(stored.state),
+                        problem: format!(
+                            "the target's copy is {state}, further on than the source's {}; left as the target has it",
+                            stored.state
+                        ),
+                    });
+                }
             }
             out.copies_new += usize::from(changed);
         }

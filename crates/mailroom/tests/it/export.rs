@@ -152,3 +152,32 @@ fn an_unreadable_revision_is_reported_and_the_rest_is_copied() {
         text.stdout
     );
 }
+
+/// Run again after the target moved on (its agents read, archived or cancelled since the first
+/// export), an export never moves a copy back: archived mail stays archived, a cancelled copy
+/// is not delivered again, and each such copy is named as not copied.
+#[test]
+fn a_second_export_never_moves_a_copy_back() {
+    let home = Home::new();
+    let archived = home.send("a", "b", "archived in the target");
+    let cancelled = home.send("a", "b", "cancelled in the target");
+    let copy = Home::new();
+    home.as_("HUMAN", ["export", "--to"])
+        .args([copy.path()])
+        .ok();
+    copy.as_("b", ["read", &archived, "--archive"]).ok();
+    copy.as_("a", ["cancel", &cancelled]).ok();
+    let again = home
+        .as_("HUMAN", ["--json", "export", "--to"])
+        .args([copy.path()])
+        .json();
+    assert_eq!(again["copies"]["new"], 0, "{again}");
+    let not_copied = again["not_copied"].to_string();
+    for id in [&archived, &cancelled] {
+        assert!(not_copied.contains(id.as_str()), "{id}: {again}");
+    }
+    let b = copy.as_("b", ["--json", "inbox"]).json();
+    assert!(b["messages"].as_array().unwrap().is_empty(), "{b}");
+    let recover = copy.as_("b", ["recover"]).stdout();
+    assert!(recover.contains("archived in the target"), "{recover}");
+}
