@@ -411,6 +411,22 @@ pub fn claim_origin_names_the_first_path(store: &dyn Store) {
         "the first claim is what an export copies"
     );
     assert_eq!(store.origin(&addr("nobody@web")).expect("origin"), None);
+    // An identity that has only sent mail has a mailbox too (its outbox): its claim holds.
+    let sender = addr("sender@repo");
+    let sent = message("sender@repo", "alice@web", "only sent");
+    store.deliver_all(&sent.to, &sent).expect("deliver_all");
+    assert_eq!(
+        store.claim_origin(&sender, "/src/s/repo").expect("claim"),
+        OriginClaim::Same
+    );
+    assert_eq!(
+        store.claim_origin(&sender, "/src/t/repo").expect("claim"),
+        OriginClaim::Other("/src/s/repo".into())
+    );
+    assert_eq!(
+        store.origin(&sender).expect("origin").as_deref(),
+        Some("/src/s/repo")
+    );
 }
 
 /// What an edit keeps is listed, each revision with its own number; `keep_revision` adds one

@@ -1123,10 +1123,18 @@ impl Sessions for PgStore {
 
     fn claim_origin(&self, identity: &Address, path: &str) -> Result<OriginClaim> {
         let m = mailbox_key(identity);
+        let spelled = identity.to_string();
+        // An identity has a mailbox once mail was delivered to it or sent by it (as in the
+        // file store, where a send makes the sender's mailbox for its outbox): a sender that
+        // never received any has no `mailboxes` row yet, and gets one with its claim.
         let row = self.write("record the checkout of an identity", |tx| {
             tx.query_typed_opt(
-                "UPDATE mailboxes SET origin = coalesce(origin, $2) WHERE key = $1 RETURNING origin",
-                &[(&m, Type::TEXT), (&path, Type::TEXT)],
+                "INSERT INTO mailboxes (key, address, origin) SELECT $1, $3, $2 \
+                 WHERE EXISTS (SELECT 1 FROM mailboxes WHERE key = $1) \
+                    OR EXISTS (SELECT 1 FROM outbox WHERE sender_key = $1) \
+                 ON CONFLICT (key) DO UPDATE SET origin = coalesce(mailboxes.origin, EXCLUDED.origin) \
+                 RETURNING origin",
+                &[(&m, Type::TEXT), (&path, Type::TEXT), (&spelled, Type::TEXT)],
             )
         })?;
         Ok(match row.and_then(|r| r.get::<_, Option<String>>(0)) {
