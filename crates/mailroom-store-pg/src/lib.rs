@@ -1793,6 +1793,26 @@ mod tests {
     }
 
     #[test]
+    fn a_root_file_with_a_cut_off_block_is_refused_in_words() {
+        let file = std::env::temp_dir().join(format!("mailroom-cut-ca-{}.pem", std::process::id()));
+        let cut: String = TEST_CA.lines().take(3).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&file, cut).unwrap();
+        let url = format!(
+            "postgres://u@h/d?sslmode=verify-ca&sslrootcert={}",
+            file.display()
+        );
+        let e = parse_url_for(&url, CONNECT_TIMEOUT, &PasswordSources::default()).unwrap_err();
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the root certificate file {} is not valid PEM (a block has no -----END CERTIFICATE----- line); give a file of -----BEGIN CERTIFICATE----- blocks",
+                file.display()
+            )
+        );
+    }
+
+    #[test]
     fn a_root_file_without_certificates_is_refused() {
         let file =
             std::env::temp_dir().join(format!("mailroom-empty-ca-{}.pem", std::process::id()));

@@ -230,6 +230,28 @@ pub(crate) enum Roots<'a> {
 
 /// The system's trusted authorities, as a root store; `Err` is the sentence when none is found.
 fn system_roots() -> Result<RootCertStore, String> {
+    // The bundle OpenSSL's variable names is read whole by the loader below: it must be a
+    // regular file of bounded size, as a root file is (a FIFO would hang every command, and
+    // /dev/zero abort it out of memory).
+    if let Some(file) = std::env::var_os("SSL_CERT_FILE").filter(|f| !f.is_empty()) {
+        let file = std::path::PathBuf::from(file);
+        match std::fs::metadata(&file) {
+            Ok(meta) if !meta.is_file() => {
+                return Err(format!(
+                    "SSL_CERT_FILE names {}, which is not a regular file; name the system's bundle of certificate authorities, or unset it",
+                    file.display()
+                ));
+            }
+            Ok(meta) if meta.len() > MAX_ROOTS => {
+                return Err(format!(
+                    "SSL_CERT_FILE names {}, which holds more than {} MiB, more than any bundle of certificate authorities; name the system's bundle, or unset it",
+                    file.display(),
+                    MAX_ROOTS / (1024 * 1024)
+                ));
+            }
+            _ => {}
+        }
+    }
     let found = rustls_native_certs::load_native_certs();
     let mut store = RootCertStore::empty();
     let (added, _) = store.add_parsable_certificates(found.certs);
@@ -294,8 +316,21 @@ fn read_roots(path: &Path) -> Result<RootCertStore, String> {
     let mut rejected = 0usize;
     for cert in CertificateDer::pem_slice_iter(&bytes) {
         let cert = cert.map_err(|e| {
+            // The parser's own text shows byte arrays and debug forms: worded here instead.
+            let why = match e {
+                rustls::pki_types::pem::Error::MissingSectionEnd { .. } => {
+                    "a block has no -----END CERTIFICATE----- line"
+                }
+                rustls::pki_types::pem::Error::IllegalSectionStart { .. } => {
+                    "a -----BEGIN line is malformed"
+                }
+                rustls::pki_types::pem::Error::Base64Decode(_) => {
+                    "a block holds characters that are not base64"
+                }
+                _ => "it cannot be read as PEM",
+            };
             format!(
-                "the root certificate file {} is not valid PEM ({e}); give a file of -----BEGIN CERTIFICATE----- blocks",
+                "the root certificate file {} is not valid PEM ({why}); give a file of -----BEGIN CERTIFICATE----- blocks",
                 path.display()
             )
         })?;
