@@ -457,7 +457,8 @@ pub fn revisions_list_what_edits_kept_and_keep_revision_adds_each_once(store: &d
         store.revisions(&bob).expect("revisions"),
         Revisions {
             messages: vec![v1.clone()],
-            damaged: vec![]
+            damaged: vec![],
+            warnings: vec![],
         },
         "the edit kept revision 1"
     );
@@ -482,6 +483,16 @@ pub fn revisions_list_what_edits_kept_and_keep_revision_adds_each_once(store: &d
     assert!(store.keep_revision(&bob, &w2).expect("keep"));
     assert!(store.keep_revision(&bob, &w1).expect("keep"));
     assert!(!store.keep_revision(&bob, &w2).expect("keep again"));
+    // A revision belongs to a copy: none is kept for a message the mailbox holds no copy of,
+    // nor under another sender than the copy's.
+    let stray = message("alice@web", "bob@web", "never delivered");
+    assert!(!store.keep_revision(&bob, &stray).expect("keep a stray"));
+    let forged = Message {
+        from: addr("mallory@web"),
+        revision: 3,
+        ..other.clone()
+    };
+    assert!(!store.keep_revision(&bob, &forged).expect("keep a forged"));
     let mut expected = vec![v1.clone(), w1, w2];
     expected.sort_by_key(|m| (m.id, m.revision));
     assert_eq!(store.revisions(&bob).expect("revisions").messages, expected);

@@ -400,13 +400,20 @@ pub trait Mailboxes {
 
     /// Every earlier revision the mailbox keeps of its edited copies (what
     /// [`Mailboxes::replace_unread`] and [`Mailboxes::keep_revision`] kept), each with its own
-    /// `revision`, sorted by id then revision, each `(id, revision)` once. One that cannot be
-    /// read is reported in [`Revisions::damaged`] and hides none of the others.
+    /// `revision`, sorted by id then revision, each `(id, revision)` once. Where the store
+    /// names a revision (the file store's `revisions/<id>.r<N>.md`), the name decides the id
+    /// and the number, and a content that says otherwise is read with a warning in
+    /// [`Revisions::warnings`]. One that cannot be read, or is not named as a revision, is
+    /// reported in [`Revisions::damaged`] and hides none of the others. Whether the mailbox
+    /// holds the copy each one belongs to is the caller's to check (an export reports one
+    /// that belongs to no copy there, and does not copy it).
     fn revisions(&self, mailbox: &Address) -> Result<Revisions>;
 
     /// Keeps `message` as an earlier revision of its copy in `mailbox`, durably, unless the
-    /// mailbox keeps that `(id, revision)` already; returns whether this call kept it. What an
-    /// export copies [`Mailboxes::revisions`] with; the copy itself is not touched.
+    /// mailbox keeps that `(id, revision)` already, or holds no copy of `message.id` sent by
+    /// `message.from` (a revision belongs to a copy: without one nothing is kept); returns
+    /// whether this call kept it. What an export copies [`Mailboxes::revisions`] with, after
+    /// the copies; the copy itself is not touched.
     fn keep_revision(&self, mailbox: &Address, message: &Message) -> Result<bool>;
 
     /// The sender's trace of its message `id`, if there is one (a point lookup: the default
@@ -447,8 +454,12 @@ pub trait Mailboxes {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Revisions {
     pub messages: Vec<Message>,
-    /// What could not be read (its `state` is `None`: a revision is in no state).
+    /// What could not be read, or is not named as a revision (its `state` is `None`: a
+    /// revision is in no state).
     pub damaged: Vec<Damaged>,
+    /// What was read but had to be corrected (a header id or revision that disagrees with the
+    /// name), each naming where it is.
+    pub warnings: Vec<String>,
 }
 
 /// Whether `query` (lower-cased, non-empty) occurs in the message's subject or body, compared

@@ -385,6 +385,84 @@ impl Doctor {
                 }
             }
         }
+        self.revisions(bx, owner, &seen)
+    }
+
+    /// `revisions/` as the store reads it (see `mailbox::revisions`): a file whose name is no
+    /// revision's is not read, one whose header disagrees with its name is read as the name
+    /// says, and one of a message the mailbox holds no copy of is not exported. The duplicates
+    /// `--fix` moves there are its own doing and not reported again.
+    fn revisions(
+        &mut self,
+        bx: &Dir,
+        owner: &mailroom_core::Address,
+        copies: &HashMap<MessageId, State>,
+    ) -> Result<(), FsError> {
+        use crate::mailbox::{RevisionName, not_a_revision, revision_name};
+        let Some(dir) = quiet_open(bx, crate::REVISIONS) else {
+            return Ok(());
+        };
+        let mut names = dir.list()?;
+        names.sort();
+        for name in names.into_iter().filter(|n| is_message_name(n)) {
+            let path = dir.child_path(&name).display().to_string();
+            let (id, number) = match revision_name(&name) {
+                Some(RevisionName::Numbered(id, n)) => (id, Some(n)),
+                Some(RevisionName::Interrupted(id)) => (id, None),
+                None if name.contains(".duplicate-") => continue,
+                None => {
+                    self.report(
+                        path,
+                        not_a_revision(&name),
+                        "rename it to <id>.r<N>.md if it is revision N of message <id>, or move it out of the mailbox",
+                        false,
+                    );
+                    continue;
+                }
+            };
+            if !copies.contains_key(&id) {
+                self.report(
+                    path.clone(),
+                    format!("is a revision of message {id}, of which this mailbox holds no copy, so it is not exported"),
+                    "move it to the mailbox that holds the message, or out of the mailbox",
+                    false,
+                );
+            }
+            let Some(bytes) = self.read(&dir, &name, MESSAGE_FILE) else {
+                continue;
+            };
+            match message_from_bytes(&bytes, Some(id), owner) {
+                Ok(d) => {
+                    if let Some(header) = d.header_id.filter(|h| *h != id) {
+                        self.report(
+                            path.clone(),
+                            format!("says id {header} in its header but is named {id}; mailroom goes by the name"),
+                            format!("set its header's id to {id}, or rename the file if the header is right"),
+                            false,
+                        );
+                    }
+                    if let Some(n) = number
+                        && d.message.revision != n
+                    {
+                        self.report(
+                            path,
+                            format!(
+                                "says revision {} in its header but is named r{n}; mailroom goes by the name",
+                                d.message.revision
+                            ),
+                            format!("set its header's revision to {n}, or rename the file if the header is right"),
+                            false,
+                        );
+                    }
+                }
+                Err(problem) => self.report(
+                    path,
+                    format!("cannot be read: {problem}"),
+                    "edit the header by hand (docs/FORMAT.md) or move the file out",
+                    false,
+                ),
+            }
+        }
         Ok(())
     }
 

@@ -14,15 +14,15 @@ use mailroom_core::{Address, Damaged, Listing, Message, MessageId, Result, Scope
 use mailroom_core::store::matches_query;
 
 use crate::cache;
-use crate::codec::message_to_text;
+use crate::codec::{message_from_bytes, message_to_text};
 use crate::compact;
 use crate::dir::{Dir, Durability};
 use crate::error::FsError;
 use crate::index::{self, Indexed};
 use crate::listing::{keep_latest, read_dir, read_one};
 use crate::{
-    FsStore, OUTBOX, REVISIONS, TMP, create_exclusive, file_name, id_of, is_message_name,
-    state_dir_name,
+    FsStore, MESSAGE_FILE, OUTBOX, REVISIONS, TMP, create_exclusive, file_name, id_of,
+    is_message_name, state_dir_name,
 };
 
 const PENDING: [State; 2] = [State::Unread, State::Read];
@@ -468,8 +468,46 @@ pub(crate) fn set_archived_at(
     Ok(done.set_mtime(&file_name(id), at)?)
 }
 
-/// Every message file of `revisions/`: what edits kept (`<id>.r<N>.md`) and what `doctor --fix`
-/// moved there (`<id>.interrupted.md`, `<id>.duplicate-<state>.md`), each read by its header.
+/// What a file name in `revisions/` says it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RevisionName {
+    /// `<id>.r<N>.md`, N ≥ 1 (written without leading zeros): what an edit keeps.
+    Numbered(MessageId, u32),
+    /// `<id>.interrupted.md`: the revision an interrupted edit replaced, which `doctor --fix`
+    /// moved there. Its name gives no number: its header's stands.
+    Interrupted(MessageId),
+}
+
+/// How `name` in `revisions/` is read, or `None` when it is no revision's name (a duplicate
+/// `doctor --fix` set aside, or anything written by hand).
+pub(crate) fn revision_name(name: &str) -> Option<RevisionName> {
+    let stem = name.strip_suffix(".md")?;
+    let canonical = |s: &str| MessageId::parse(s).filter(|id| id.to_string() == s);
+    if let Some(id) = stem.strip_suffix(".interrupted") {
+        return canonical(id).map(RevisionName::Interrupted);
+    }
+    let (id, n) = stem.rsplit_once(".r")?;
+    let number: u32 = n.parse().ok().filter(|&v| v >= 1)?;
+    if number.to_string() != n {
+        return None;
+    }
+    canonical(id).map(|id| RevisionName::Numbered(id, number))
+}
+
+/// Why a file of `revisions/` that is no revision's name is not read as one.
+pub(crate) fn not_a_revision(name: &str) -> String {
+    if name.contains(".duplicate-") {
+        "is a second copy of a message that `doctor --fix` set aside, not an earlier revision (only <id>.r<N>.md and <id>.interrupted.md are), so it is not copied".to_owned()
+    } else {
+        "has a name that is not <id>.r<N>.md with N ≥ 1 (nor <id>.interrupted.md), so it is not read as an earlier revision".to_owned()
+    }
+}
+
+/// Every earlier revision in `revisions/`: what edits kept (`<id>.r<N>.md`, the name giving
+/// the id and the number) and what `doctor --fix` moved there from an interrupted edit
+/// (`<id>.interrupted.md`, the name giving the id, the header the number). A header that
+/// disagrees with the name is read as the name says, with a warning; any other file is
+/// reported damaged, and so is a second file of one `(id, revision)`.
 pub(crate) fn revisions(fs: &FsStore, mailbox: &Address) -> Result<Revisions> {
     let Some(bx) = fs.open_box(mailbox)? else {
         return Ok(Revisions::default());
@@ -477,20 +515,87 @@ pub(crate) fn revisions(fs: &FsStore, mailbox: &Address) -> Result<Revisions> {
     let Some(dir) = bx.open(REVISIONS)? else {
         return Ok(Revisions::default());
     };
-    let mut read = Listing::default();
-    read_dir(mailbox, &dir, None, |_| true, &mut read)?;
-    let mut messages: Vec<Message> = read.messages.into_iter().map(|s| s.message).collect();
-    messages.sort_by_key(|m| (m.id, m.revision));
-    messages.dedup_by_key(|m| (m.id, m.revision));
-    Ok(Revisions {
-        messages,
-        damaged: read.damaged,
-    })
+    let mut names: Vec<String> = dir
+        .list()?
+        .into_iter()
+        .filter(|n| is_message_name(n))
+        .collect();
+    names.sort();
+    let mut out = Revisions::default();
+    // Each revision read, whether its number came from the header (an interrupted edit's),
+    // and where it is.
+    let mut read: Vec<(Message, bool, String)> = Vec::new();
+    for name in names {
+        let location = dir.child_path(&name).display().to_string();
+        let damaged = |problem: String| Damaged {
+            location: location.clone(),
+            state: None,
+            problem,
+        };
+        let Some(named) = revision_name(&name) else {
+            out.damaged.push(damaged(not_a_revision(&name)));
+            continue;
+        };
+        let (id, number) = match named {
+            RevisionName::Numbered(id, n) => (id, Some(n)),
+            RevisionName::Interrupted(id) => (id, None),
+        };
+        let bytes = match dir.read_with_ino(&name, MESSAGE_FILE) {
+            Ok(Some((bytes, _))) => bytes,
+            Ok(None) => continue,
+            Err(e) => {
+                out.damaged.push(damaged(e.to_string()));
+                continue;
+            }
+        };
+        match message_from_bytes(&bytes, Some(id), mailbox) {
+            Ok(decoded) => {
+                let mut message = decoded.message;
+                let mut warnings = decoded.warnings;
+                if let Some(n) = number
+                    && message.revision != n
+                {
+                    warnings.push(format!(
+                        "the header says revision {} but the file is named r{n}; the name wins",
+                        message.revision
+                    ));
+                    message.revision = n;
+                }
+                out.warnings
+                    .extend(warnings.into_iter().map(|w| format!("{location}: {w}")));
+                read.push((message, number.is_none(), location));
+            }
+            Err(problem) => out.damaged.push(damaged(problem)),
+        }
+    }
+    read.sort_by_key(|(m, interrupted, _)| (m.id, m.revision, *interrupted));
+    let mut last: Option<(MessageId, u32)> = None;
+    for (message, _, location) in read {
+        let key = (message.id, message.revision);
+        if last == Some(key) {
+            out.damaged.push(Damaged {
+                location,
+                state: None,
+                problem: format!(
+                    "is revision {} of {} again ({}.r{}.md or another file holds it), so it is not copied",
+                    message.revision, message.id, message.id, message.revision
+                ),
+            });
+            continue;
+        }
+        last = Some(key);
+        out.messages.push(message);
+    }
+    Ok(out)
 }
 
 /// Writes `revisions/<id>.r<N>.md` unless it, or another file there with that id and
 /// revision, exists.
 pub(crate) fn keep_revision(fs: &FsStore, mailbox: &Address, message: &Message) -> Result<bool> {
+    // A revision belongs to a copy in this mailbox, from the same sender.
+    if get(fs, mailbox, message.id)?.is_none_or(|copy| copy.message.from != message.from) {
+        return Ok(false);
+    }
     let name = format!("{}.r{}.md", message.id, message.revision);
     if let Some(bx) = fs.open_box(mailbox)?
         && let Some(dir) = bx.open(REVISIONS)?
@@ -498,9 +603,10 @@ pub(crate) fn keep_revision(fs: &FsStore, mailbox: &Address, message: &Message) 
         if dir.exists(&name)? {
             return Ok(false);
         }
-        let prefix = format!("{}.", message.id);
+        // The one other name that may hold a revision (see `revisions`).
+        let interrupted = format!("{}.interrupted.md", message.id);
         let mut read = Listing::default();
-        read_dir(mailbox, &dir, None, |n| n.starts_with(&prefix), &mut read)?;
+        read_dir(mailbox, &dir, None, |n| n == interrupted, &mut read)?;
         if read
             .messages
             .iter()
@@ -646,4 +752,36 @@ pub(crate) fn search_sent(fs: &FsStore, sender: &Address, query: &str) -> Result
         .into_iter()
         .map(|s| s.message)
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RevisionName, revision_name};
+    use mailroom_core::MessageId;
+
+    #[test]
+    fn only_an_id_and_a_number_from_one_up_name_a_revision() {
+        let id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+        let parsed = MessageId::parse(id).unwrap();
+        assert_eq!(
+            revision_name(&format!("{id}.r7.md")),
+            Some(RevisionName::Numbered(parsed, 7))
+        );
+        assert_eq!(
+            revision_name(&format!("{id}.interrupted.md")),
+            Some(RevisionName::Interrupted(parsed))
+        );
+        for stray in [
+            format!("{id}.r0.md"),
+            format!("{id}.r07.md"),
+            format!("{id}.r+7.md"),
+            format!("{id}.r.md"),
+            format!("{id}.md"),
+            format!("{id}.duplicate-unread.md"),
+            format!("{}.r1.md", id.to_lowercase()),
+            "notes.r1.md".to_owned(),
+        ] {
+            assert_eq!(revision_name(&stray), None, "{stray}");
+        }
+    }
 }

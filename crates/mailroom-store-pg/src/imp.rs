@@ -780,8 +780,11 @@ impl Mailboxes for PgStore {
         let m = mailbox_key(mailbox);
         let id = message.id.to_string();
         let cols = Cols::of(message);
+        // A revision belongs to a copy in this mailbox, from the same sender (`sender` is
+        // the first of the message's columns: $3).
         let sql = format!(
-            "INSERT INTO revisions (mailbox, id, {MSG_COLS}) VALUES ($1, $2, {}) \
+            "INSERT INTO revisions (mailbox, id, {MSG_COLS}) SELECT $1, $2, {} \
+             WHERE EXISTS (SELECT 1 FROM copies WHERE mailbox = $1 AND id = $2 AND sender = $3) \
              ON CONFLICT DO NOTHING",
             msg_placeholders(3)
         );

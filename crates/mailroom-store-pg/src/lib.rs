@@ -44,6 +44,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0005_counts_per_slot.sql"),
     include_str!("../migrations/0006_slot_per_connection.sql"),
     include_str!("../migrations/0007_revisions_of_own_unread_copies.sql"),
+    include_str!("../migrations/0008_copies_as_sent.sql"),
 ];
 
 /// The schema version this binary writes and reads.

@@ -65,8 +65,11 @@ pub struct Exported {
     pub origins: usize,
     /// Claims the target did not have (one it holds for another path stays as it is).
     pub origins_new: usize,
-    /// What the source could not read: reported, not copied.
+    /// What the source could not read, or holds where it does not belong (a revision of a
+    /// copy the mailbox does not hold): reported, not copied.
     pub damaged: Vec<Damaged>,
+    /// What was copied as its name says although its content disagrees.
+    pub warnings: Vec<String>,
 }
 
 /// Whether a copy the target holds in state `from` may be moved to the source's `to`: only on
@@ -332,12 +335,13 @@ impl Mailroom<'_> {
     ) -> Result<()> {
         let revisions = self.store().revisions(mailbox)?;
         out.damaged.extend(revisions.damaged);
+        out.warnings.extend(revisions.warnings);
         if revisions.messages.is_empty() {
             return Ok(());
         }
-        let current: HashMap<MessageId, u32> = copies
+        let current: HashMap<MessageId, (u32, &Address)> = copies
             .iter()
-            .map(|s| (s.message.id, s.message.revision))
+            .map(|s| (s.message.id, (s.message.revision, &s.message.from)))
             .collect();
         let held: HashSet<(MessageId, u32)> = target
             .revisions(mailbox)?
@@ -346,9 +350,26 @@ impl Mailroom<'_> {
             .map(|m| (m.id, m.revision))
             .collect();
         for m in &revisions.messages {
-            // Earlier revisions only: the file store may keep there a second copy of the
-            // current one (`doctor --fix` moves a duplicate aside), which is no revision.
-            if current.get(&m.id).is_some_and(|&now| m.revision >= now) {
+            // A revision belongs to a copy in this mailbox, from that copy's sender, and is
+            // earlier than it; anything else (a hand-made file, say) would put history under
+            // a message that never had it.
+            let problem = match current.get(&m.id) {
+                None => Some("is a revision of a message this mailbox holds no copy of".to_owned()),
+                Some((_, from)) if **from != m.from => Some(format!(
+                    "names the sender {} but the copy is from {from}",
+                    m.from
+                )),
+                Some((now, _)) if m.revision >= *now => Some(format!(
+                    "is not earlier than the copy, which is at revision {now}"
+                )),
+                Some(_) => None,
+            };
+            if let Some(problem) = problem {
+                out.damaged.push(Damaged {
+                    location: format!("{mailbox}: revision {} of {}", m.revision, m.id),
+                    state: None,
+                    problem,
+                });
                 continue;
             }
             out.revisions += 1;

@@ -93,9 +93,11 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
             "marks": {"total": done.marks, "new": done.marks_new},
             "origins": {"total": done.origins, "new": done.origins_new},
             "not_copied": damaged,
+            "warnings": done.warnings,
         }));
     } else {
         output::notices(&damaged);
+        output::notices(&done.warnings);
         crate::outln!(
             "exported to {}: {} projects ({} new), {} members ({} new), {} copies in {} mailboxes ({} new or moved), {} earlier revisions ({} new), {} archive times ({} new), {} outbox traces ({} new), {} channel entries ({} new), {} seen marks ({} new), {} idempotency keys ({} new), {} injection marks ({} carried over), {} origin claims ({} new)",
             target.describe(),

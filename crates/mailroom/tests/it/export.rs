@@ -180,4 +180,127 @@ fn a_second_export_never_moves_a_copy_back() {
     assert!(b["messages"].as_array().unwrap().is_empty(), "{b}");
     let recover = copy.as_("b", ["recover"]).stdout();
     assert!(recover.contains("archived in the target"), "{recover}");
+
+/// Hand-edited files in `revisions/`: the file name `<id>.r<N>.md` decides which message and
+/// which revision a file is, as for every message file; a header that says otherwise is read
+/// as the name says, with a warning. A name that is no revision's, a revision of a message the
+/// mailbox holds no copy of, one from another sender than the copy's, and one not earlier than
+/// the copy are each reported as not copied, never filed under another id or merged.
+#[test]
+fn revisions_are_what_their_file_names_say_and_strays_are_reported() {
+    let home = Home::new();
+    let id = home.send("a", "b", "v1");
+    for v in 2..=8 {
+        home.as_("a", ["edit", &id, "--message", &format!("v{v}")])
+            .ok();
+    }
+    let boxes = home.path().join("projects/default/boxes");
+    let r = boxes.join("b/revisions");
+    let file = |n: &str| r.join(format!("{id}.{n}.md"));
+    let rewrite = |n: &str, field: &str, value: &str| {
+        let text = std::fs::read_to_string(file(n)).unwrap();
+        let out: Vec<String> = text
+            .lines()
+            .map(|l| {
+                if l.starts_with(&format!("{field}: ")) {
+                    format!("{field}: {value}")
+                } else {
+                    l.to_owned()
+                }
+            })
+            .collect();
+        std::fs::write(file(n), out.join("\n") + "\n").unwrap();
+    };
+    let stranger = "01AAAAAAAAAAAAAAAAAAAAAAAA";
+    rewrite("r5", "id", stranger);
+    rewrite("r6", "from", "evil@default");
+    for copy in ["r0", "r05", "r99", "duplicate-unread"] {
+        std::fs::copy(file("r7"), file(copy)).unwrap();
+    }
+    std::fs::copy(file("r7"), r.join(format!("{stranger}.r1.md"))).unwrap();
+    std::fs::copy(file("r3"), file("interrupted")).unwrap();
+    std::fs::create_dir_all(boxes.join("a/revisions")).unwrap();
+    std::fs::copy(file("r2"), boxes.join(format!("a/revisions/{id}.r2.md"))).unwrap();
+
+    let to = home.root().join("copy");
+    let run = home
+        .as_("HUMAN", ["--json", "export", "--to"])
+        .args([&to])
+        .json();
+    // r1 to r5 and r7: r5 under its file's id; r6 names another sender.
+    assert_eq!(
+        run["revisions"],
+        serde_json::json!({"total": 6, "new": 6}),
+        "{run}"
+    );
+    let not_copied: Vec<&str> = run["not_copied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let reported = |what: &str, why: &str| {
+        assert!(
+            not_copied
+                .iter()
+                .any(|l| l.contains(what) && l.contains(why)),
+            "{what} ({why}) in {not_copied:#?}"
+        );
+    };
+    reported(&format!("{id}.r0.md"), "not <id>.r<N>.md");
+    reported(&format!("{id}.r05.md"), "not <id>.r<N>.md");
+    reported(&format!("{id}.duplicate-unread.md"), "doctor --fix");
+    reported(&format!("{id}.interrupted.md"), "is revision 3");
+    reported(&format!("revision 99 of {id}"), "not earlier than the copy");
+    reported(&format!("revision 6 of {id}"), "evil@default");
+    reported(&format!("revision 1 of {stranger}"), "no copy");
+    reported(&format!("a@default: revision 2 of {id}"), "no copy");
+    assert_eq!(not_copied.len(), 8, "{not_copied:#?}");
+    let warnings = run["warnings"].to_string();
+    assert!(
+        warnings.contains(&format!("{id}.r5.md"))
+            && warnings.contains(&format!("the header says id {stranger}")),
+        "{warnings}"
+    );
+    let copied = to.join("projects/default/boxes/b/revisions");
+    let mut names: Vec<String> = std::fs::read_dir(&copied)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let expected: Vec<String> = [1, 2, 3, 4, 5, 7]
+        .iter()
+        .map(|n| format!("{id}.r{n}.md"))
+        .collect();
+    assert_eq!(names, expected);
+    let r5 = std::fs::read_to_string(copied.join(format!("{id}.r5.md"))).unwrap();
+    assert!(
+        r5.contains(&format!("id: {id}")) && r5.contains("v5"),
+        "{r5}"
+    );
+    assert!(!to.join("projects/default/boxes/a/revisions").exists());
+    // doctor names the same files in the source, and leaves them as they are.
+    let doctor = home.as_("HUMAN", ["doctor"]).fails(1);
+    let finding = |what: &str, why: &str| {
+        assert!(
+            doctor
+                .stdout
+                .lines()
+                .any(|l| l.contains(what) && l.contains(why)),
+            "{what} ({why}) in {}",
+            doctor.stdout
+        );
+    };
+    finding(&format!("{id}.r0.md"), "not <id>.r<N>.md");
+    finding(&format!("{id}.r05.md"), "not <id>.r<N>.md");
+    finding(&format!("{id}.r5.md"), &format!("says id {stranger}"));
+    finding(&format!("{id}.r99.md"), "says revision 7");
+    finding(&format!("{stranger}.r1.md"), "holds no copy");
+    finding(&format!("a/revisions/{id}.r2.md"), "holds no copy");
+    assert!(
+        !doctor.stdout.contains("duplicate-unread"),
+        "what --fix sets aside is its own: {}",
+        doctor.stdout
+    );
+    assert!(file("r0").is_file() && file("r5").is_file());
 }
