@@ -180,6 +180,7 @@ fn a_second_export_never_moves_a_copy_back() {
     assert!(b["messages"].as_array().unwrap().is_empty(), "{b}");
     let recover = copy.as_("b", ["recover"]).stdout();
     assert!(recover.contains("archived in the target"), "{recover}");
+}
 
 /// Hand-edited files in `revisions/`: the file name `<id>.r<N>.md` decides which message and
 /// which revision a file is, as for every message file; a header that says otherwise is read
