@@ -165,3 +165,13 @@ impl Drop for TestDb {
         }
     }
 }
+
+/// The wake lock of `mailbox`'s notification channel in `schema` for `slot`, as the two keys
+/// of `pg_advisory_lock(int4, int4)`: for tests that hold it as a send in flight, or a hostile
+/// session, would.
+pub fn wake_lock_keys(schema: &str, mailbox: &str, slot: i32) -> (i32, String) {
+    (
+        crate::imp::WAKE_LOCK + slot,
+        crate::imp::notify_channel(schema, &mailbox.to_ascii_lowercase()),
+    )
+}

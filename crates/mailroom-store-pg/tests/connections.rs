@@ -217,20 +217,102 @@ fn a_watch_that_starts_while_a_send_is_in_flight_finds_its_mail() {
     };
     until_waiting(&db, "sender", &["transactionid", "tuple"]);
     let bob = addr("bob@web");
-    let watching = std::thread::spawn(move || {
-        let watch = store.watch(&bob).unwrap();
-        (store.pending(&bob).unwrap(), watch)
-    });
-    // The watch waits for the send's commit before it listens and looks.
-    until_waiting(&db, "watcher", &["advisory"]);
+    // The watch does not wait for the send (a lock held exclusively might never be let go):
+    // it listens, finds bob's wake lock of the sender's slot taken, and looks too early.
+    let mut watch = store.watch(&bob).unwrap();
+    assert!(store.pending(&bob).unwrap().messages.is_empty());
     hold.commit().unwrap();
     assert_eq!(sending.join().unwrap().unwrap(), vec![true, true]);
-    let (pending, _watch) = watching.join().unwrap();
-    let ids: Vec<MessageId> = pending.messages.iter().map(|s| s.message.id).collect();
+    // The send found nobody listening and notified nobody: the watch still wakes its caller
+    // (it takes the lock now, and has it look once more), and that look finds the mail.
+    let started = std::time::Instant::now();
+    assert!(watch.wait(Some(Duration::from_secs(30))).unwrap(), "woken");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let ids: Vec<MessageId> = store
+        .pending(&bob)
+        .unwrap()
+        .messages
+        .iter()
+        .map(|s| s.message.id)
+        .collect();
     assert_eq!(
         ids,
         vec![m.id],
-        "the first look finds the mail sent meanwhile"
+        "the next look finds the mail sent meanwhile"
+    );
+}
+
+/// Anyone who can connect may hold a mailbox's wake locks exclusively, on purpose: a `wait`
+/// then still ends at its timeout, and still wakes for mail, by looking at every turn.
+#[test]
+fn a_wake_lock_held_on_purpose_neither_blocks_a_wait_nor_hides_mail() {
+    use mailroom_core::State;
+    let Some(db) = TestDb::create("wake_lock_held") else {
+        return;
+    };
+    let sender = PgStore::open(&named_url(&db, "sender")).unwrap();
+    let store = PgStore::open(&named_url(&db, "watcher")).unwrap();
+    let bob = addr("bob@web");
+    let first = message("alice@web", &["bob@web"], "bob has a mailbox row");
+    sender.deliver_all(&first.to, &first).unwrap();
+    store
+        .transition(&bob, &[(first.id, State::Unread)], State::Read)
+        .unwrap();
+    let mut hostile = db.admin();
+    for slot in 0..8 {
+        let (k1, channel) =
+            mailroom_store_pg::testing::wake_lock_keys(db.schema(), "bob@web", slot);
+        hostile
+            .execute(
+                "SELECT pg_advisory_lock($1, hashtext($2))",
+                &[&k1, &channel],
+            )
+            .unwrap();
+    }
+    let started = std::time::Instant::now();
+    let mut watch = store.watch(&bob).unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the watch started"
+    );
+    // Nothing arrives: each turn wakes the caller to look, and the look finds nothing new.
+    let turn = std::time::Instant::now();
+    watch.wait(Some(Duration::from_millis(300))).unwrap();
+    assert!(
+        turn.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        turn.elapsed()
+    );
+    // A send while the locks are held (it cannot take its own, so it notifies) is seen.
+    let m = message("alice@web", &["bob@web"], "despite the held locks");
+    sender.deliver_all(&m.to, &m).unwrap();
+    assert!(watch.wait(Some(Duration::from_secs(10))).unwrap(), "woken");
+    let unread: Vec<MessageId> = store
+        .pending(&bob)
+        .unwrap()
+        .messages
+        .iter()
+        .filter(|s| s.state == State::Unread)
+        .map(|s| s.message.id)
+        .collect();
+    assert_eq!(unread, vec![m.id]);
+    // Let go: the watch takes the locks at a next turn, has its caller look once more, and
+    // then sleeps until notified (a turn without mail is a timeout again).
+    drop(hostile);
+    let quiet = (0..40).any(|_| !watch.wait(Some(Duration::from_millis(250))).unwrap());
+    assert!(
+        quiet,
+        "the watch stopped looking at every turn once it held the locks"
+    );
+    let later = message("alice@web", &["bob@web"], "after the locks were let go");
+    sender.deliver_all(&later.to, &later).unwrap();
+    assert!(
+        watch.wait(Some(Duration::from_secs(10))).unwrap(),
+        "notified"
     );
 }
 
