@@ -90,10 +90,11 @@ impl PgWatch {
     }
 }
 
-/// Listens on `channels` and takes their wake locks; returns the locks it could not take.
+/// Takes the wake locks of `channels` and listens on them; returns the locks it could not take.
 ///
-/// LISTEN first, for as long as this connection lives. Then each channel's wake lock of every
-/// slot in share mode, without waiting: a send that finds one held notifies. A lock held in
+/// Each channel's wake lock of every slot in share mode, without waiting: a send that finds
+/// one held notifies (one that commits before the LISTEN below is seen by the caller's first
+/// look, which comes after it). Then LISTEN, for as long as this connection lives. A lock held in
 /// exclusive mode is a send in flight that found nobody listening (it commits in a moment), or
 /// anyone who can connect holding it on purpose: waiting for it could block the watch for good,
 /// its timeout never armed. Such a lock is left missing and tried again at each wait, and the
@@ -102,14 +103,15 @@ fn listen_on(
     client: &mut Client,
     channels: &[String],
 ) -> Result<Vec<(String, i32)>, postgres::Error> {
-    // Channel names are `mailroom_` and hex digits (see `notify_channel`): safe identifiers.
-    let sql: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
-    client.batch_execute(&sql)?;
     let wanted: Vec<(String, i32)> = channels
         .iter()
         .flat_map(|c| (0..crate::imp::SLOTS).map(move |s| (c.clone(), s)))
         .collect();
-    take_locks(client, &wanted)
+    let missing = take_locks(client, &wanted)?;
+    // Channel names are `mailroom_` and hex digits (see `notify_channel`): safe identifiers.
+    let sql: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
+    client.batch_execute(&sql)?;
+    Ok(missing)
 }
 
 /// Takes the wake locks `wanted` in share mode, each without waiting; returns those not taken.
