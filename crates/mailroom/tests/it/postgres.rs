@@ -1268,6 +1268,38 @@ struct Roles<'a> {
     names: Vec<String>,
 }
 
+impl<'a> Roles<'a> {
+    fn new(db: &'a TestDb) -> Roles<'a> {
+        Roles { db, names: vec![] }
+    }
+
+    /// A strict-mode role acting as `who@web`, made by running the SQL `mailroom role` prints
+    /// (as the tables' owner), dropped with the others: its name and its URL.
+    fn agent(&mut self, h: &PgHome, who: &str) -> (String, String) {
+        let tag = h.db.schema().trim_start_matches("mailroom_test_");
+        let name = format!("mr_{who}_{tag}");
+        let sql = h
+            .as_("HUMAN", &["role", &format!("{who}@web"), "--name", &name])
+            .stdout();
+        assert!(sql.contains("CREATE ROLE"), "{sql}");
+        assert!(
+            sql.contains(&format!("?options=-c%20search_path%3D{}", h.db.schema())),
+            "the agent's URL names the schema: {sql}"
+        );
+        run_role_sql(self.db, &sql).expect("the printed SQL runs");
+        self.names.push(name.clone());
+        let url = h.db.url_as(&name);
+        (name, url)
+    }
+}
+
+/// `mailroom --as WHO ARGS` in `h`'s home, connected with `url` (an agent role's).
+fn as_role(h: &PgHome, url: &str, who: &str, args: &[&str]) -> crate::support::TestCommand {
+    let mut c = h.home.as_(who, args);
+    c.env("MAILROOM_URL", url);
+    c
+}
+
 impl Drop for Roles<'_> {
     fn drop(&mut self) {
         for r in &self.names {
@@ -1290,21 +1322,8 @@ fn export_into_a_strict_agent_role_is_refused_before_it_writes() {
         .ok();
     h.as_("HUMAN", &["--project", "web", "roster", "add", "bob"])
         .ok();
-    let tag =
-        h.db.schema()
-            .trim_start_matches("mailroom_test_")
-            .to_owned();
-    let name = format!("mr_exp_{tag}");
-    let sql = h
-        .as_("HUMAN", &["role", "alice@web", "--name", &name])
-        .stdout();
-    h.db.admin()
-        .batch_execute(&sql)
-        .expect("the printed SQL runs");
-    let _roles = Roles {
-        db: &h.db,
-        names: vec![name.clone()],
-    };
+    let mut roles = Roles::new(&h.db);
+    let (_, alice_url) = roles.agent(&h, "alice");
     // A file home where bob has read and archived alice's message.
     let files = Home::new();
     files
@@ -1325,9 +1344,7 @@ fn export_into_a_strict_agent_role_is_refused_before_it_writes() {
             .get(0)
     };
     let before = count();
-    let refused = files
-        .as_("HUMAN", &["export", "--to", &h.db.url_as(&name)])
-        .fails(4);
+    let refused = files.as_("HUMAN", &["export", "--to", &alice_url]).fails(4);
     assert!(
         refused.stderr.contains("may not act as HUMAN"),
         "{}",
@@ -1346,35 +1363,10 @@ fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
         h.as_("HUMAN", &["--project", "web", "roster", "add", who])
             .ok();
     }
-    let tag =
-        h.db.schema()
-            .trim_start_matches("mailroom_test_")
-            .to_owned();
-    let mut roles = Roles {
-        db: &h.db,
-        names: vec![],
-    };
-    let mut url_of = |who: &str| {
-        let name = format!("mr_{who}_{tag}");
-        let sql = h
-            .as_("HUMAN", &["role", &format!("{who}@web"), "--name", &name])
-            .stdout();
-        assert!(sql.contains("CREATE ROLE"), "{sql}");
-        assert!(
-            sql.contains(&format!("?options=-c%20search_path%3D{}", h.db.schema())),
-            "the agent's URL names the schema: {sql}"
-        );
-        run_role_sql(&h.db, &sql).expect("the printed SQL runs");
-        roles.names.push(name.clone());
-        h.db.url_as(&name)
-    };
-    let alice_url = url_of("alice");
-    let bob_url = url_of("bob");
-    let as_role = |url: &str, who: &str, args: &[&str]| {
-        let mut c = h.home.as_(who, args);
-        c.env("MAILROOM_URL", url);
-        c
-    };
+    let mut roles = Roles::new(&h.db);
+    let (_, alice_url) = roles.agent(&h, "alice");
+    let (_, bob_url) = roles.agent(&h, "bob");
+    let as_role = |url: &str, who: &str, args: &[&str]| as_role(&h, url, who, args);
     // Each speaks as itself.
     let to_bob = as_role(
         &alice_url,
@@ -1593,30 +1585,10 @@ fn strict_mode_roles_deliver_copies_only_as_sent_and_never_readdress_them() {
             .ok();
     }
     let schema = h.db.schema().to_owned();
-    let tag = schema.trim_start_matches("mailroom_test_").to_owned();
-    let mut roles = Roles {
-        db: &h.db,
-        names: vec![],
-    };
-    let mut url_of = |who: &str| {
-        let name = format!("mr_{who}_{tag}");
-        let sql = h
-            .as_("HUMAN", &["role", &format!("{who}@web"), "--name", &name])
-            .stdout();
-        run_role_sql(&h.db, &sql).expect("the printed SQL runs");
-        roles.names.push(name.clone());
-        {
-            let url = h.db.url_as(&name);
-            (name, url)
-        }
-    };
-    let (alice_role, alice_url) = url_of("alice");
-    let (_, bob_url) = url_of("bob");
-    let as_role = |url: &str, who: &str, args: &[&str]| {
-        let mut c = h.home.as_(who, args);
-        c.env("MAILROOM_URL", url);
-        c
-    };
+    let mut roles = Roles::new(&h.db);
+    let (alice_role, alice_url) = roles.agent(&h, "alice");
+    let (_, bob_url) = roles.agent(&h, "bob");
+    let as_role = |url: &str, who: &str, args: &[&str]| as_role(&h, url, who, args);
     let to_bob = as_role(
         &alice_url,
         "alice@web",
