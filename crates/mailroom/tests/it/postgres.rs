@@ -1329,11 +1329,11 @@ fn export_into_a_strict_agent_role_is_refused_before_it_writes() {
     files
         .as_(
             "alice@web",
-            &["send", "--to", "bob", "-m", "archived in files"],
+            ["send", "--to", "bob", "-m", "archived in files"],
         )
         .ok();
-    files.as_("bob@web", &["inbox"]).ok();
-    files.as_("bob@web", &["archive"]).ok();
+    files.as_("bob@web", ["inbox"]).ok();
+    files.as_("bob@web", ["archive"]).ok();
     let count = || -> i64 {
         h.db.admin()
             .query_one(
@@ -1344,7 +1344,7 @@ fn export_into_a_strict_agent_role_is_refused_before_it_writes() {
             .get(0)
     };
     let before = count();
-    let refused = files.as_("HUMAN", &["export", "--to", &alice_url]).fails(4);
+    let refused = files.as_("HUMAN", ["export", "--to", &alice_url]).fails(4);
     assert!(
         refused.stderr.contains("may not act as HUMAN"),
         "{}",
