@@ -243,6 +243,21 @@ pub fn parse_url_for(
     let parsed = parse_parts(raw, connect_timeout)?;
     let mut config = parsed.config;
     let warning = passwords.fill(&mut config);
+    // As in libpq, a URL that names the system's authorities wants them checked: a mode that
+    // would go on in clear text when a server declines TLS is refused with it.
+    let weak = tls::SslMode::of_driver(&config);
+    if parsed
+        .root_cert
+        .as_ref()
+        .is_some_and(|p| p.as_os_str() == "system")
+        && parsed.sslmode_given
+        && matches!(weak, tls::SslMode::Disable | tls::SslMode::Prefer)
+    {
+        return Err(Error::Invalid(format!(
+            "the PostgreSQL URL names sslrootcert=system with sslmode={}, which would go on in clear text when a server declines TLS; write sslmode=verify-full (or leave sslmode out)",
+            weak.name()
+        )));
+    }
     let roots = match parsed.root_cert {
         Some(path) => tls::RootSource::Named(path),
         None => passwords.root_source(),
@@ -363,6 +378,45 @@ fn keepalives(config: &mut Config, split: &TlsParams) -> Result<(), Error> {
             // `tcp_user_timeout`; 0 is libpq's "the system's own" (see below).
             _ => user_timeout = Some(Duration::from_millis(u64::from(number))),
         }
+    }
+    // The kernel's own bounds (TCP_KEEPIDLE and TCP_KEEPINTVL at most 32767 s, TCP_KEEPCNT 1 to
+    // 127, TCP_USER_TIMEOUT an int of ms): a value past them would be refused by the socket, as
+    // if the server could not be reached.
+    let out_of_range = |name: &str, range: &str| {
+        Error::Invalid(format!(
+            "the PostgreSQL URL's parameter '{name}' has a value it does not accept; write {range}"
+        ))
+    };
+    let keepalive_secs = 1..=32_767;
+    if !keepalive_secs.contains(&config.get_keepalives_idle().as_secs()) {
+        return Err(out_of_range(
+            "keepalives_idle",
+            "a whole number of seconds from 1 to 32767 (or keepalives=0 to send none)",
+        ));
+    }
+    if config
+        .get_keepalives_interval()
+        .is_some_and(|i| !keepalive_secs.contains(&i.as_secs()))
+    {
+        return Err(out_of_range(
+            "keepalives_interval",
+            "a whole number of seconds from 1 to 32767",
+        ));
+    }
+    if config
+        .get_keepalives_retries()
+        .is_some_and(|c| !(1..=127).contains(&c))
+    {
+        return Err(out_of_range(
+            "keepalives_count",
+            "a whole number of probes from 1 to 127",
+        ));
+    }
+    if user_timeout.is_some_and(|t| t > MAX_USER_TIMEOUT) {
+        return Err(out_of_range(
+            "tcp_user_timeout",
+            "a whole number of milliseconds up to 2147483647 (0: the system's own)",
+        ));
     }
     if !config.get_keepalives() {
         if let Some(t) = user_timeout.filter(|t| !t.is_zero()) {
@@ -1564,6 +1618,61 @@ mod tests {
         let c = parse_url("postgres://u@h/d?keepalives=0").unwrap();
         assert!(!c.get_keepalives());
         assert_eq!(c.get_tcp_user_timeout(), None);
+    }
+
+    #[test]
+    fn sslrootcert_system_with_a_mode_that_falls_back_to_clear_text_is_refused() {
+        for mode in ["disable", "prefer"] {
+            let e = parse_url_for(
+                &format!("postgres://u:pw@h/d?sslrootcert=system&sslmode={mode}"),
+                CONNECT_TIMEOUT,
+                &PasswordSources::default(),
+            )
+            .unwrap_err();
+            assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid);
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "the PostgreSQL URL names sslrootcert=system with sslmode={mode}, which would go on in clear text when a server declines TLS; write sslmode=verify-full (or leave sslmode out)"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn keepalive_values_past_the_kernels_bounds_are_refused_at_parse_time() {
+        for (url, name) in [
+            (
+                "postgres://u@h/d?keepalives_idle=99999999999",
+                "keepalives_idle",
+            ),
+            ("postgres://u@h/d?keepalives_idle=32768", "keepalives_idle"),
+            (
+                "postgres://u@h/d?keepalives_interval=40000",
+                "keepalives_interval",
+            ),
+            ("postgres://u@h/d?keepalives_count=0", "keepalives_count"),
+            ("postgres://u@h/d?keepalives_count=128", "keepalives_count"),
+            (
+                "postgres://u@h/d?tcp_user_timeout=4294967295",
+                "tcp_user_timeout",
+            ),
+        ] {
+            let e = parse_url(url).unwrap_err();
+            assert_eq!(e.kind(), mailroom_core::ErrorKind::Invalid, "{url}");
+            assert!(
+                e.to_string().starts_with(&format!(
+                    "the PostgreSQL URL's parameter '{name}' has a value it does not accept"
+                )),
+                "{url}: {e}"
+            );
+        }
+        for url in [
+            "postgres://u@h/d?keepalives_idle=32767&keepalives_interval=32767&keepalives_count=127",
+            "postgres://u@h/d?tcp_user_timeout=2147483647",
+        ] {
+            parse_url(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        }
     }
 
     #[test]
