@@ -230,6 +230,14 @@ pub struct SetupArgs {
     /// The mailroom program the configs start (absolute; default: `mailroom` on PATH).
     #[arg(long, value_name = "PATH")]
     pub binary: Option<std::path::PathBuf>,
+    /// Put setup's `mailroom` server entry in place of one setup did not write (`--uninstall`
+    /// puts that one back).
+    #[arg(long, conflicts_with = "check")]
+    pub replace: bool,
+    /// With --user and --as HUMAN: write the operator's identity into your own config files, so
+    /// that every session of the harness acts as the operator.
+    #[arg(long, conflicts_with = "check")]
+    pub operator: bool,
     /// Report, per harness, whether mailroom is wired in, whether the program answers, and
     /// what a session would see at its start now (changes nothing).
     #[arg(long, conflicts_with_all = ["dry_run", "uninstall", "binary"])]

@@ -73,7 +73,9 @@ trait EnvRemoveAll {
 impl EnvRemoveAll for TestCommand {
     /// The harnesses' own locations must come from HOME alone.
     fn env_remove_all(&mut self) -> &mut Self {
-        self.env("CODEX_HOME", "").env("XDG_CONFIG_HOME", "")
+        self.env("CODEX_HOME", "")
+            .env("XDG_CONFIG_HOME", "")
+            .env("XDG_STATE_HOME", "")
     }
 }
 
@@ -662,36 +664,376 @@ fn collect_commands(v: &Value, out: &mut Vec<String>) {
 /// A `mailroom` server entry the user extended keeps what they added when setup rewrites
 /// its command and args.
 #[test]
-fn setup_keeps_what_the_user_added_to_the_mailroom_server_entry() {
+fn setup_keeps_what_the_user_added_to_its_server_entry() {
     let m = Machine::new();
     let mcp = m.repo().join(".mcp.json");
-    m.write(
-        &mcp,
-        r#"{"mcpServers":{"mailroom":{"command":"/old/mailroom","args":["mcp"],"env":{"K":"V"}}}}"#,
-    );
     m.setup(["claude"]).ok();
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
+    v["mcpServers"]["mailroom"]["env"] = json!({"K": "V"});
+    m.write(&mcp, &serde_json::to_string_pretty(&v).unwrap());
+    let other = m.home.root().join("bin").join("mailroom");
+    m.setup(["claude", "--binary", other.to_str().unwrap()])
+        .ok();
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
     assert_eq!(v["mcpServers"]["mailroom"]["env"], json!({"K": "V"}), "{v}");
-    assert_eq!(v["mcpServers"]["mailroom"]["command"], "mailroom", "{v}");
+    assert_eq!(
+        v["mcpServers"]["mailroom"]["command"],
+        other.to_str().unwrap(),
+        "{v}"
+    );
+
+    let toml = m.repo().join(".codex/config.toml");
+    m.setup(["codex"]).ok();
+    let text = std::fs::read_to_string(&toml).unwrap();
+    m.write(&toml, &format!("{text}startup_timeout_sec = 30\n"));
+    m.setup(["codex", "--binary", other.to_str().unwrap()]).ok();
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert!(text.contains("startup_timeout_sec = 30"), "{text}");
+    assert!(text.contains(other.to_str().unwrap()), "{text}");
     assert!(
-        m.setup(["claude"])
+        m.setup(["codex", "--binary", other.to_str().unwrap()])
             .ok()
             .stdout
             .contains("nothing to change")
     );
-
-    let toml = m.repo().join(".codex/config.toml");
-    m.write(
-        &toml,
-        "[mcp_servers.mailroom]\ncommand = \"/old/mailroom\"\nargs = [\"mcp\"]\nstartup_timeout_sec = 30\n",
-    );
-    m.setup(["codex"]).ok();
-    let text = std::fs::read_to_string(&toml).unwrap();
-    assert!(text.contains("startup_timeout_sec = 30"), "{text}");
-    assert!(text.contains("command = \"mailroom\""), "{text}");
-    assert!(m.setup(["codex"]).ok().stdout.contains("nothing to change"));
 }
 
+/// A `mailroom` entry the user wrote (or anything setup did not write) is theirs: setup
+/// refuses to take its place, naming --replace; with --replace, --uninstall puts it back byte
+/// for byte, and a file that held nothing else stays.
+#[test]
+fn a_users_own_mailroom_entry_is_refused_or_replaced_and_put_back() {
+    let cases: Vec<(&str, &str, &str)> = vec![
+        (
+            ".mcp.json",
+            "claude",
+            r#"{"mcpServers":{"other":{"command":"x"},"mailroom":{"command":"/opt/custom/mailroom","args":["--as","me@proj","mcp"],"env":{"SECRET":"keep"},"timeout":99}}}"#,
+        ),
+        (".mcp.json", "claude", r#"{"mcpServers":{"mailroom":null}}"#),
+        (
+            ".mcp.json",
+            "claude",
+            "{\n  \"mcpServers\": {\n    \"mailroom\": \"mine\"\n  }\n}\n",
+        ),
+        (
+            ".codex/config.toml",
+            "codex",
+            "[mcp_servers.mailroom]\ncommand = \"mailroom\"\nargs = [\"mcp\"]\nenv = { SECRET = \"keep\" }\n",
+        ),
+        (
+            ".cursor/mcp.json",
+            "cursor",
+            "{\"mcpServers\": {\"mailroom\": {\"command\": \"/opt/mailroom\", \"cwd\": \"/srv\"}}}",
+        ),
+    ];
+    for (path, harness, text) in cases {
+        let m = Machine::new();
+        let path = m.repo().join(path);
+        m.write(&path, text);
+        let before = m.files();
+        let refused = m.setup([harness]).run();
+        assert_eq!(refused.code, 4, "{harness} {text}: {}", refused.stderr);
+        assert!(
+            refused.stderr.contains("setup did not write")
+                && refused.stderr.contains("--replace")
+                && !refused.stderr.contains("SECRET")
+                && !refused.stderr.contains("\"keep\""),
+            "{}",
+            refused.stderr
+        );
+        assert_eq!(m.files(), before, "{harness}: a refusal wrote");
+
+        m.setup([harness, "--replace"]).ok();
+        assert_ne!(std::fs::read_to_string(&path).unwrap(), text);
+        m.setup([harness, "--uninstall"]).ok();
+        assert_eq!(
+            m.files(),
+            before,
+            "{harness} {text}: --uninstall did not put it back"
+        );
+    }
+}
+
+/// A hook of mailroom's the user wrote (another program, other flags) that setup's takes the
+/// place of comes back with --uninstall, also from a file changed since.
+#[test]
+fn a_users_own_mailroom_hook_comes_back() {
+    let m = Machine::new();
+    let settings = m.repo().join(".claude/settings.json");
+    let original = "{\n  \"hooks\": {\n    \"Stop\": [\n      { \"hooks\": [{ \"type\": \"command\", \"command\": \"/usr/local/bin/mailroom --as me@web hook claude Stop\" }] }\n    ]\n  }\n}\n";
+    m.write(&settings, original);
+    m.setup(["claude"]).ok();
+    let set = std::fs::read_to_string(&settings).unwrap();
+    assert!(!set.contains("/usr/local/bin/mailroom"), "{set}");
+    m.setup(["claude", "--uninstall"]).ok();
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), original);
+
+    // Changed since setup wrote it: setup's hooks out, the user's back, their change kept.
+    m.setup(["claude"]).ok();
+    let set = std::fs::read_to_string(&settings).unwrap();
+    m.write(
+        &settings,
+        &set.replacen('{', "{\n  \"model\": \"opus\",", 1),
+    );
+    m.setup(["claude", "--uninstall"]).ok();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(v["model"], "opus", "{v}");
+    let stop = serde_json::to_string(&v["hooks"]).unwrap();
+    assert!(
+        stop.contains("/usr/local/bin/mailroom --as me@web hook claude Stop"),
+        "{stop}"
+    );
+    assert!(!stop.contains("\"mailroom hook claude"), "{stop}");
+}
+
+/// One file that cannot be written (an immutable folder) leaves every file as it was, the
+/// ones setup would have written first included; a read-only file is refused in a sentence.
+#[test]
+fn setup_writes_every_file_or_none() {
+    let m = Machine::new();
+    let claude = m.repo().join(".claude");
+    std::fs::create_dir_all(&claude).unwrap();
+    let immutable = std::process::Command::new("chattr")
+        .arg("+i")
+        .arg(&claude)
+        .status()
+        .is_ok_and(|s| s.success());
+    let is_root = rustix_uid_is_root();
+    if !immutable {
+        // Not root, or a file system without attributes: a folder without write permission
+        // stops a user who is not root the same way.
+        assert!(
+            !is_root,
+            "chattr +i failed as root: this test cannot make a folder unwritable"
+        );
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    let before = m.files();
+    let run = m.setup(["claude"]).run();
+    if immutable {
+        std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&claude)
+            .status()
+            .unwrap();
+    } else {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("setup changed nothing"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(m.files(), before, "a refused setup wrote");
+    assert!(!m.repo().join(".mcp.json").exists());
+
+    // A read-only config: refused, not replaced through a rename.
+    let mcp = m.repo().join(".mcp.json");
+    m.write(&mcp, "{}\n");
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&mcp, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let before = m.files();
+    let run = m.setup(["claude"]).run();
+    assert_eq!(run.code, 4, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(".mcp.json is read-only (mode 0444)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(m.files(), before);
+
+    // A file's mode is kept.
+    std::fs::set_permissions(&mcp, std::fs::Permissions::from_mode(0o640)).unwrap();
+    m.setup(["claude"]).ok();
+    let mode = std::fs::metadata(&mcp).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o640);
+    m.setup(["claude", "--uninstall"]).ok();
+    assert_eq!(
+        std::fs::metadata(&mcp).unwrap().permissions().mode() & 0o7777,
+        0o640
+    );
+    assert_eq!(std::fs::read_to_string(&mcp).unwrap(), "{}\n");
+}
+
+fn rustix_uid_is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// The operator's identity is never written into a project's committed files, and into the
+/// user's own only with --operator.
+#[test]
+fn setup_as_the_operator_needs_user_scope_and_a_flag() {
+    let m = Machine::new();
+    let before = m.files();
+    let project = m.setup(["claude"]).args(["--as", "HUMAN"]).run();
+    // `--as` is a global flag: given after the subcommand, clap takes it there too.
+    assert_eq!(project.code, 4, "{}", project.stderr);
+    assert!(
+        project.stderr.contains("committed and shared"),
+        "{}",
+        project.stderr
+    );
+    let user = m.setup(["claude", "--user"]).args(["--as", "HUMAN"]).run();
+    assert_eq!(user.code, 4, "{}", user.stderr);
+    assert!(user.stderr.contains("--operator"), "{}", user.stderr);
+    assert_eq!(m.files(), before);
+    m.setup(["claude", "--user", "--operator"])
+        .args(["--as", "HUMAN"])
+        .ok();
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(m.user().join(".claude.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        v["mcpServers"]["mailroom"]["args"],
+        json!(["--as", "HUMAN", "mcp"])
+    );
+}
+
+mod shapes {
+    //! After `setup` then `--uninstall`, every file has its original bytes, whatever shape it
+    //! had: generated files in each harness's format, at both scopes.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The config files of `harness` at `scope` (Machine-relative), and whether each is TOML.
+    fn files(m: &Machine, harness: &str, user: bool) -> Vec<(PathBuf, bool)> {
+        let (r, u) = (m.repo(), m.user());
+        match (harness, user) {
+            ("claude", false) => vec![
+                (r.join(".mcp.json"), false),
+                (r.join(".claude/settings.json"), false),
+            ],
+            ("claude", true) => vec![
+                (u.join(".claude.json"), false),
+                (u.join(".claude/settings.json"), false),
+            ],
+            ("codex", false) => vec![
+                (r.join(".codex/config.toml"), true),
+                (r.join(".codex/hooks.json"), false),
+            ],
+            ("codex", true) => vec![
+                (u.join(".codex/config.toml"), true),
+                (u.join(".codex/hooks.json"), false),
+            ],
+            ("gemini", false) => vec![(r.join(".gemini/settings.json"), false)],
+            ("gemini", true) => vec![(u.join(".gemini/settings.json"), false)],
+            ("cursor", false) => vec![
+                (r.join(".cursor/mcp.json"), false),
+                (r.join(".cursor/hooks.json"), false),
+            ],
+            ("cursor", true) => vec![
+                (u.join(".cursor/mcp.json"), false),
+                (u.join(".cursor/hooks.json"), false),
+            ],
+            ("opencode", false) => vec![(r.join("opencode.json"), false)],
+            ("opencode", true) => vec![(u.join(".config/opencode/opencode.json"), false)],
+            _ => unreachable!(),
+        }
+    }
+
+    /// A JSON config: nothing, blank, or an object among the shapes users have.
+    fn json_text() -> impl Strategy<Value = Option<String>> {
+        let object = prop_oneof![
+            Just(json!({})),
+            Just(json!({"hooks": {}})),
+            Just(json!({"hooks": {"Stop": []}})),
+            Just(json!({"mcpServers": {}})),
+            Just(json!({"mcpServers": {}, "x": 1})),
+            Just(json!({"mcp": {}, "theme": "dark"})),
+            Just(
+                json!({"mcpServers": {"other": {"command": "o", "args": ["-v"]}}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}})
+            ),
+            "[a-z]{1,8}".prop_map(|k| json!({ k: [1, "two", null] })),
+        ];
+        let layout = 0..4usize;
+        let ending = prop_oneof![Just(""), Just("\n"), Just("\r\n"), Just("\n\n")];
+        prop_oneof![
+            1 => Just(None),
+            1 => prop_oneof![Just(String::new()), Just("  \n".to_owned()), Just("\n".to_owned())].prop_map(Some),
+            6 => (object, layout, any::<bool>(), ending).prop_map(|(v, layout, crlf, end)| {
+                let body = match layout {
+                    0 => serde_json::to_string(&v).unwrap(),
+                    1 => serde_json::to_string_pretty(&v).unwrap(),
+                    2 => serde_json::to_string_pretty(&v).unwrap().replace("  ", "    "),
+                    _ => serde_json::to_string(&v).unwrap().replace(':', ": ").replace(',', ", "),
+                };
+                let text = format!("{body}{end}");
+                Some(if crlf { text.replace("\r\n", "\n").replace('\n', "\r\n") } else { text })
+            }),
+        ]
+    }
+
+    fn toml_text() -> impl Strategy<Value = Option<String>> {
+        prop_oneof![
+            Just(None),
+            Just(Some(String::new())),
+            Just(Some("# mine\n".to_owned())),
+            Just(Some("model = \"o4\"".to_owned())),
+            Just(Some(
+                "model = \"o4\"\r\n\r\n[mcp_servers.github]\r\ncommand = \"gh\"\r\n".to_owned()
+            )),
+            Just(Some("[mcp_servers]\n".to_owned())),
+        ]
+    }
+
+    /// Every file and folder under the repository and the user's HOME but setup's records.
+    fn tree(m: &Machine) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+        fn walk(dir: &Path, out: &mut Vec<(PathBuf, Option<Vec<u8>>)>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for e in entries {
+                let p = e.unwrap().path();
+                if p.ends_with(".local") {
+                    continue;
+                }
+                if p.is_dir() {
+                    out.push((p.clone(), None));
+                    walk(&p, out);
+                } else {
+                    out.push((p.clone(), Some(std::fs::read(&p).unwrap())));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&m.repo(), &mut out);
+        walk(&m.user(), &mut out);
+        out.sort();
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, ..ProptestConfig::default() })]
+        #[test]
+        fn setup_then_uninstall_gives_every_file_its_bytes_back(
+            harness in prop::sample::select(HARNESSES.to_vec()),
+            user in any::<bool>(),
+            texts in prop::collection::vec((json_text(), toml_text()), 2),
+        ) {
+            let m = Machine::new();
+            for ((path, toml), (json, tml)) in files(&m, harness, user).into_iter().zip(texts) {
+                if let Some(t) = if toml { tml } else { json } {
+                    m.write(&path, &t);
+                }
+            }
+            let before = tree(&m);
+            let scope = if user { "--user" } else { "--project" };
+            m.setup([harness, scope]).ok();
+            prop_assert_ne!(&tree(&m), &before);
+            m.setup([harness, scope]).ok();
+            m.setup([harness, scope, "--uninstall"]).ok();
+            let after = tree(&m);
+            prop_assert_eq!(after, before, "{} {}", harness, scope);
+        }
+    }
+}
 /// A key written twice: the harness reads the last, an edit of the first would be invisible.
 /// Setup refuses and changes nothing.
 #[test]

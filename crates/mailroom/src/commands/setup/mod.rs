@@ -6,6 +6,7 @@
 //! its installed package, cited beside the code that writes it.
 
 mod jsonc;
+mod record;
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +15,7 @@ use mailroom_core::Error;
 use serde_json::{Value, json};
 
 use self::jsonc::{HookEntry, JsonPiece};
+use self::record::{Record, Records, Replaced};
 use crate::cli::{Cli, SetupArgs};
 use crate::commands::hook::Harness;
 use crate::context::Env;
@@ -602,87 +604,263 @@ fn read_config(path: &Path, roots: &[&Path]) -> Result<Option<String>> {
     }
 }
 
-/// The file's new text (None: remove it), or an error naming it.
-fn apply(
-    piece: &Piece,
-    text: Option<&str>,
+/// What setup does to one file: its text before and after, what its record becomes.
+struct Change {
     harness: Harness,
-    remove: bool,
-) -> Result<Option<String>> {
+    path: PathBuf,
+    before: Option<String>,
+    after: Option<String>,
+    record: Option<Record>,
+    /// The record as it was (a new one replaces it; on --uninstall it goes).
+    had_record: bool,
+    /// Folders to remove when empty once the file is written (--uninstall: those setup made).
+    dirs: Vec<PathBuf>,
+}
+
+/// The new text of the file `pieces` (all at one path) live in, and its record.
+fn plan_file(
+    harness: Harness,
+    path: &Path,
+    pieces: &[&Piece],
+    current: Option<String>,
+    records: &Records,
+    args: &SetupArgs,
+) -> Result<Change> {
+    let rec = records.get(path);
+    let had_record = rec.is_some();
     let unparsable = |e: anyhow::Error| -> anyhow::Error {
+        if let Some(f) = e.downcast_ref::<jsonc::Foreign>() {
+            return Error::Refused(format!(
+                "{} cannot be set up: {f}; setup changed nothing (keep yours, or run again with --replace: setup's entry takes its place and --uninstall puts yours back)",
+                path.display()
+            ))
+            .into();
+        }
         Error::Invalid(format!(
             "{} cannot be edited: {e:#}; setup changed nothing (fix the file, or move it away)",
-            piece.path().display()
+            path.display()
         ))
         .into()
     };
+    let crlf = current.as_deref().is_some_and(|t| t.contains("\r\n"));
+    if args.uninstall {
+        let after = match &rec {
+            // As setup left it: its bytes from before setup, whole.
+            Some(r) if current.as_deref() == Some(r.after.as_str()) => r.before.clone(),
+            _ => {
+                let before_value = rec
+                    .as_ref()
+                    .map(|r| r.before.as_deref().and_then(jsonc::value_of));
+                let known = match &rec {
+                    Some(r) => jsonc::Known {
+                        server: r.server,
+                        hooks: &r.hooks,
+                        replaced: &r.replaced,
+                        before: Some(before_value.as_ref().and_then(|b| b.as_ref())),
+                    },
+                    None => jsonc::Known::default(),
+                };
+                let mut text = current.clone();
+                for piece in pieces {
+                    text = remove_piece(piece, text.as_deref(), &known, rec.as_ref())
+                        .map_err(unparsable)?;
+                }
+                text.map(|t| line_ends(t, crlf))
+            }
+        };
+        return Ok(Change {
+            harness,
+            path: path.to_path_buf(),
+            before: current,
+            after,
+            record: None,
+            had_record,
+            dirs: rec.map(|r| r.dirs).unwrap_or_default(),
+        });
+    }
+    let known = match &rec {
+        Some(r) => jsonc::Known {
+            server: r.server,
+            hooks: &r.hooks,
+            replaced: &[],
+            before: None,
+        },
+        None => jsonc::Known::default(),
+    };
+    let mut text = current.clone();
+    let mut replaced: Vec<Replaced> = Vec::new();
+    let mut hooks: Vec<Value> = Vec::new();
+    let mut server = false;
+    for piece in pieces {
+        let added =
+            add_piece(piece, text.as_deref(), &known, args.replace, harness).map_err(unparsable)?;
+        text = Some(added.text);
+        replaced.extend(added.replaced);
+        hooks.extend(added.hooks);
+        server |= added.server;
+    }
+    let after = text.map(|t| line_ends(t, crlf));
+    let record = if after == current {
+        rec
+    } else {
+        // The file as it would be without setup: its bytes from before setup while it is as
+        // setup left it, else what taking setup's entries out of it now gives.
+        let (before, mut dirs, mut kept) = match rec {
+            Some(r) if current.as_deref() == Some(r.after.as_str()) => {
+                (r.before, r.dirs, r.replaced)
+            }
+            Some(r) => {
+                let before_value = r.before.as_deref().and_then(jsonc::value_of);
+                let known = jsonc::Known {
+                    server: r.server,
+                    hooks: &r.hooks,
+                    replaced: &r.replaced,
+                    before: Some(before_value.as_ref()),
+                };
+                let mut t = current.clone();
+                for piece in pieces {
+                    t = remove_piece(piece, t.as_deref(), &known, Some(&r)).map_err(unparsable)?;
+                }
+                (t, r.dirs, r.replaced)
+            }
+            None => (current.clone(), Vec::new(), Vec::new()),
+        };
+        for r in replaced {
+            if !kept.contains(&r) {
+                kept.push(r);
+            }
+        }
+        dirs.extend(missing_dirs(path));
+        Some(Record {
+            path: path.to_path_buf(),
+            before,
+            after: after.clone().unwrap_or_default(),
+            dirs,
+            replaced: kept,
+            hooks,
+            server,
+        })
+    };
+    Ok(Change {
+        harness,
+        path: path.to_path_buf(),
+        before: current,
+        after,
+        record,
+        had_record,
+        dirs: Vec::new(),
+    })
+}
+
+/// `text` with the line ends the file had: CRLF throughout when it had CRLF.
+fn line_ends(text: String, crlf: bool) -> String {
+    if crlf {
+        text.replace("\r\n", "\n").replace('\n', "\r\n")
+    } else {
+        text
+    }
+}
+
+/// The folders above `path` that do not exist yet, outermost first.
+fn missing_dirs(path: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = path
+        .ancestors()
+        .skip(1)
+        .take_while(|d| std::fs::symlink_metadata(d).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    dirs
+}
+
+fn add_piece(
+    piece: &Piece,
+    text: Option<&str>,
+    known: &jsonc::Known,
+    replace: bool,
+    harness: Harness,
+) -> Result<jsonc::Added> {
     match piece {
         Piece::Json {
             pieces,
             skeleton,
             strict,
             ..
-        } => jsonc::edit(text, pieces, skeleton, *strict, remove, &|c| {
+        } => jsonc::add(text, pieces, skeleton, *strict, known, replace, &|c| {
             is_ours(c, harness)
-        })
-        .map_err(unparsable),
+        }),
         Piece::Toml { command, args, .. } => {
-            toml_edit_server(text, command, args, remove).map_err(unparsable)
+            toml_add_server(text, command, args, known.server, replace)
         }
-        Piece::Whole { contents, .. } => {
-            if remove {
-                // Only the file mailroom wrote goes: its first line says so.
-                Ok(match text {
-                    Some(t) if t.starts_with("// mailroom:") => None,
-                    other => other.map(str::to_owned),
-                })
-            } else {
-                match text {
-                    Some(t) if !t.starts_with("// mailroom:") => Err(unparsable(anyhow!(
-                        "it exists and was not written by mailroom"
-                    ))),
-                    _ => Ok(Some(contents.clone())),
-                }
+        Piece::Whole { contents, .. } => match text {
+            Some(t) if !t.starts_with("// mailroom:") => {
+                Err(anyhow!("it exists and was not written by mailroom"))
             }
-        }
+            _ => Ok(jsonc::Added {
+                text: contents.clone(),
+                replaced: Vec::new(),
+                hooks: Vec::new(),
+                server: false,
+            }),
+        },
     }
 }
 
-/// Codex's `config.toml`, edited with `toml_edit` so comments and order stay.
-fn toml_edit_server(
+fn remove_piece(
+    piece: &Piece,
+    text: Option<&str>,
+    known: &jsonc::Known,
+    rec: Option<&Record>,
+) -> Result<Option<String>> {
+    match piece {
+        Piece::Json {
+            pieces,
+            skeleton,
+            strict,
+            ..
+        } => jsonc::remove(text, pieces, skeleton, *strict, known),
+        Piece::Toml { command, args, .. } => toml_remove_server(text, command, args, rec),
+        // Only the file mailroom wrote goes: its first line says so.
+        Piece::Whole { .. } => Ok(match text {
+            Some(t) if t.starts_with("// mailroom:") => None,
+            other => other.map(str::to_owned),
+        }),
+    }
+}
+
+/// Whether a `[mcp_servers.mailroom]` table is as some setup writes it: `command` (a program
+/// named `mailroom`) and `args`, nothing else.
+fn toml_setup_shaped(t: &dyn toml_edit::TableLike) -> bool {
+    t.iter().all(|(k, _)| k == "command" || k == "args")
+        && t.get("command")
+            .and_then(|c| c.as_str())
+            .is_some_and(|c| Path::new(c).file_name().is_some_and(|n| n == "mailroom"))
+}
+
+/// Whether a `[mcp_servers.mailroom]` table is exactly what setup writes now.
+fn toml_exactly(t: &dyn toml_edit::TableLike, command: &str, args: &[String]) -> bool {
+    t.len() == 2
+        && t.get("command").and_then(|c| c.as_str()) == Some(command)
+        && t.get("args").and_then(|a| a.as_array()).is_some_and(|a| {
+            a.iter().map(|v| v.as_str()).collect::<Vec<_>>()
+                == args.iter().map(|s| Some(s.as_str())).collect::<Vec<_>>()
+        })
+}
+
+/// Codex's `config.toml` with setup's server added, edited with `toml_edit` so comments and
+/// order stay.
+fn toml_add_server(
     text: Option<&str>,
     command: &str,
     args: &[String],
-    remove: bool,
-) -> Result<Option<String>> {
+    known: bool,
+    replace: bool,
+) -> Result<jsonc::Added> {
     let source = text.unwrap_or_default();
     let mut doc: toml_edit::DocumentMut = source
         .parse()
         .map_err(|e: toml_edit::TomlError| anyhow!("it is not valid TOML: {}", e.message()))?;
-    if remove {
-        if let Some(servers) = doc
-            .get_mut("mcp_servers")
-            .and_then(|s| s.as_table_like_mut())
-        {
-            servers.remove("mailroom");
-            if servers.is_empty()
-                && doc
-                    .get("mcp_servers")
-                    .and_then(|s| s.as_table())
-                    .is_some_and(|t| t.is_implicit())
-            {
-                doc.remove("mcp_servers");
-            }
-        }
-        let out = doc.to_string();
-        // A file that held nothing but mailroom's server goes away with it.
-        let emptied = out.trim().is_empty() && !source.trim().is_empty();
-        return Ok(if text.is_none() || emptied {
-            None
-        } else {
-            Some(out)
-        });
-    }
+    let mut replaced = Vec::new();
     if !doc.contains_key("mcp_servers") {
         let mut t = toml_edit::Table::new();
         t.set_implicit(true);
@@ -696,12 +874,44 @@ fn toml_edit_server(
     for s in args {
         a.push(s.as_str());
     }
+    let existing = servers.get("mailroom").map(|item| {
+        (
+            item.as_table_like().is_some_and(toml_setup_shaped),
+            item.as_table_like().is_some(),
+            item.to_string(),
+        )
+    });
+    if let Some((shaped, table, raw)) = existing {
+        let same = servers
+            .get("mailroom")
+            .and_then(|s| s.as_table_like())
+            .is_some_and(|t| toml_exactly(t, command, args));
+        if !same && !known {
+            if !shaped && !replace {
+                return Err(jsonc::Foreign(format!(
+                    "its [mcp_servers.mailroom] is an entry setup did not write ({})",
+                    if table {
+                        "a table with keys of its own"
+                    } else {
+                        "not a table"
+                    }
+                ))
+                .into());
+            }
+            replaced.push(Replaced::Table {
+                raw: table_text(&raw),
+            });
+            if !shaped {
+                servers.remove("mailroom");
+            }
+        }
+    }
     match servers
         .get_mut("mailroom")
         .and_then(|s| s.as_table_like_mut())
     {
-        // What the user added to the entry (`env`, `cwd`, a timeout...) stays; setup rewrites
-        // only the keys it writes, and only when they differ.
+        // What the user added to setup's entry (`env`, `cwd`, a timeout...) stays; setup
+        // rewrites only the keys it writes, and only when they differ.
         Some(t) => {
             if t.get("command").and_then(|c| c.as_str()) != Some(command) {
                 t.insert("command", toml_edit::value(command));
@@ -721,19 +931,158 @@ fn toml_edit_server(
             servers.insert("mailroom", toml_edit::Item::Table(t));
         }
     }
-    Ok(Some(doc.to_string()))
+    Ok(jsonc::Added {
+        text: doc.to_string(),
+        replaced,
+        hooks: Vec::new(),
+        server: true,
+    })
 }
 
-/// Writes through a temporary file in the same folder and a rename, keeping the old mode.
-fn write_file(path: &Path, text: Option<&str>) -> Result<()> {
-    use std::io::Write as _;
-    let Some(text) = text else {
-        return match std::fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(e).with_context(|| format!("cannot remove {}", path.display()))
-            }
-            _ => Ok(()),
+/// A `[mcp_servers.mailroom]` item's text as a document of its own, to be parsed back.
+fn table_text(item: &str) -> String {
+    let mut doc = toml_edit::DocumentMut::new();
+    if let Ok(parsed) = format!("[mcp_servers.mailroom]\n{item}").parse::<toml_edit::DocumentMut>()
+    {
+        doc = parsed;
+    } else if let Ok(parsed) =
+        format!("mcp_servers.mailroom = {item}").parse::<toml_edit::DocumentMut>()
+    {
+        doc = parsed;
+    }
+    doc.to_string()
+}
+
+/// Codex's `config.toml` with setup's server taken out (with a record: the entry setup wrote;
+/// without: only one exactly as setup writes it now) and what it replaced put back.
+fn toml_remove_server(
+    text: Option<&str>,
+    command: &str,
+    args: &[String],
+    rec: Option<&Record>,
+) -> Result<Option<String>> {
+    let Some(source) = text else { return Ok(None) };
+    let mut doc: toml_edit::DocumentMut = source
+        .parse()
+        .map_err(|e: toml_edit::TomlError| anyhow!("it is not valid TOML: {}", e.message()))?;
+    let had_servers = rec.is_none_or(|r| {
+        r.before.as_deref().is_some_and(|b| {
+            b.parse::<toml_edit::DocumentMut>()
+                .is_ok_and(|d| d.contains_key("mcp_servers"))
+        })
+    });
+    if let Some(servers) = doc
+        .get_mut("mcp_servers")
+        .and_then(|s| s.as_table_like_mut())
+    {
+        let ours = match rec {
+            Some(r) => r.server,
+            None => servers
+                .get("mailroom")
+                .and_then(|s| s.as_table_like())
+                .is_some_and(|t| toml_exactly(t, command, args)),
         };
+        if ours {
+            servers.remove("mailroom");
+        }
+    }
+    for r in rec.map(|r| r.replaced.as_slice()).unwrap_or_default() {
+        let Replaced::Table { raw } = r else { continue };
+        let Ok(mut back) = raw.parse::<toml_edit::DocumentMut>() else {
+            continue;
+        };
+        let Some(item) = back
+            .get_mut("mcp_servers")
+            .and_then(|s| s.as_table_like_mut())
+            .and_then(|s| s.remove("mailroom"))
+        else {
+            continue;
+        };
+        if !doc.contains_key("mcp_servers") {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            doc.insert("mcp_servers", toml_edit::Item::Table(t));
+        }
+        if let Some(servers) = doc
+            .get_mut("mcp_servers")
+            .and_then(|s| s.as_table_like_mut())
+            && !servers.contains_key("mailroom")
+        {
+            servers.insert("mailroom", item);
+        }
+    }
+    if !had_servers
+        && doc
+            .get("mcp_servers")
+            .and_then(|s| s.as_table())
+            .is_some_and(|t| t.is_empty() && t.is_implicit())
+    {
+        doc.remove("mcp_servers");
+    }
+    let out = doc.to_string();
+    // A file setup created that holds nothing else goes away.
+    let created = rec.map_or(out.trim().is_empty() && !source.trim().is_empty(), |r| {
+        r.before.is_none()
+    });
+    Ok(if created && out.trim().is_empty() {
+        None
+    } else {
+        Some(out)
+    })
+}
+
+/// Whether a write to `path` would fail for what it is (checked before anything is written):
+/// a read-only file, or a file or folder the system will not let this process change.
+fn check_writable(path: &Path) -> Result<()> {
+    use rustix::fs::Access;
+    use std::os::unix::fs::PermissionsExt as _;
+    if let Ok(m) = std::fs::symlink_metadata(path) {
+        let mode = m.permissions().mode() & 0o7777;
+        if mode & 0o200 == 0 {
+            return Err(Error::Refused(format!(
+                "{} is read-only (mode {mode:04o}); setup changed nothing (make it writable with chmod u+w, or leave mailroom out of it)",
+                path.display()
+            ))
+            .into());
+        }
+        if rustix::fs::access(path, Access::WRITE_OK).is_err() {
+            return Err(Error::Refused(format!(
+                "{} cannot be written (the system refuses it, e.g. an immutable file); setup changed nothing",
+                path.display()
+            ))
+            .into());
+        }
+    }
+    // The folder it is in, or the nearest that exists, must take a new file.
+    if let Some(dir) = path.ancestors().skip(1).find(|d| d.exists())
+        && rustix::fs::access(dir, Access::WRITE_OK | Access::EXEC_OK).is_err()
+    {
+        return Err(Error::Refused(format!(
+            "{} cannot be written: the folder {} does not let this user change it; setup changed nothing",
+            path.display(),
+            dir.display()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// A file's new text, in a temporary file beside it until `commit`.
+struct Staged {
+    path: PathBuf,
+    tmp: Option<tempfile::NamedTempFile>,
+}
+
+/// Writes `text` into a temporary file in `path`'s folder (creating the folder), with `path`'s
+/// mode (or `mode` for a new file). None: `path` is to be removed.
+fn stage(path: &Path, text: Option<&str>, mode: u32) -> Result<Staged> {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let Some(text) = text else {
+        return Ok(Staged {
+            path: path.to_path_buf(),
+            tmp: None,
+        });
     };
     let dir = path
         .parent()
@@ -746,16 +1095,37 @@ fn write_file(path: &Path, text: Option<&str>) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     let mode = std::fs::metadata(path)
         .map(|m| m.permissions())
-        .unwrap_or_else(|_| {
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::Permissions::from_mode(0o644)
-        });
+        .unwrap_or_else(|_| std::fs::Permissions::from_mode(mode));
     std::fs::set_permissions(tmp.path(), mode)
         .with_context(|| format!("cannot write {}", path.display()))?;
-    tmp.persist(path)
-        .map_err(|e| e.error)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    Ok(Staged {
+        path: path.to_path_buf(),
+        tmp: Some(tmp),
+    })
+}
+
+impl Staged {
+    fn commit(self) -> Result<()> {
+        match self.tmp {
+            Some(tmp) => tmp
+                .persist(&self.path)
+                .map(drop)
+                .map_err(|e| e.error)
+                .with_context(|| format!("cannot write {}", self.path.display())),
+            None => match std::fs::remove_file(&self.path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(e).with_context(|| format!("cannot remove {}", self.path.display()))
+                }
+                _ => Ok(()),
+            },
+        }
+    }
+}
+
+/// Writes through a temporary file in the same folder and a rename, keeping the old mode
+/// (`mode` for a new file); None removes the file.
+fn write_file(path: &Path, text: Option<&str>, mode: u32) -> Result<()> {
+    stage(path, text, mode)?.commit()
 }
 
 fn unified_diff(path: &Path, before: Option<&str>, after: Option<&str>) -> String {
@@ -797,7 +1167,7 @@ fn on_path(name: &str) -> Option<PathBuf> {
     })
 }
 
-fn invocation(cli: &Cli, args: &SetupArgs) -> Result<Invocation> {
+fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<Invocation> {
     if cli.url.is_some() {
         // Ignoring it would wire the harness to another mailroom than the one named; writing
         // it would copy a password into files that are often committed.
@@ -848,12 +1218,32 @@ fn invocation(cli: &Cli, args: &SetupArgs) -> Result<Invocation> {
     let mut global = Vec::new();
     if let Some(who) = &cli.as_ {
         // Written into the harness's config: checked now, not at the harness's first start.
-        mailroom_core::address::AddressSpec::parse(who).map_err(|source| {
+        let spec = mailroom_core::address::AddressSpec::parse(who).map_err(|source| {
             Error::InvalidAddress {
                 input: who.clone(),
                 source,
             }
         })?;
+        // The operator's identity in a config makes every session of that harness the
+        // operator: never in a project's files, which are committed and shared; in the user's
+        // own only when asked for by name.
+        if spec.is_human() {
+            match scope {
+                Scope::Project => {
+                    return Err(Error::Refused(
+                        "setup does not write the operator's identity (--as HUMAN) into a project's config files, which are committed and shared; set up an agent's address, or use --user --operator for your own config".into(),
+                    )
+                    .into());
+                }
+                Scope::User if !args.operator => {
+                    return Err(Error::Refused(
+                        "--as HUMAN would make every session of this harness act as the operator; add --operator to say so".into(),
+                    )
+                    .into());
+                }
+                Scope::User => {}
+            }
+        }
         global.extend(["--as".to_owned(), who.clone()]);
     }
     if let Some(home) = &cli.home {
@@ -913,33 +1303,43 @@ pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
     };
     let scope = scope(cli, args)?;
     let list = harnesses(name, &places)?;
-    let inv = invocation(cli, args)?;
+    let inv = invocation(cli, args, scope)?;
+    let records = Records::new(&places.home);
     // Everything is read, parsed and edited before the first write: a refusal anywhere
     // changes nothing anywhere.
-    let mut changes: Vec<(Harness, PathBuf, Option<String>, Option<String>)> = Vec::new();
+    let mut changes: Vec<Change> = Vec::new();
     for h in &list {
         let pieces = plan(*h, scope, &places, &inv)?;
-        let mut files: Vec<(PathBuf, Option<String>, Option<String>)> = Vec::new();
+        let mut paths: Vec<&Path> = Vec::new();
         for piece in &pieces {
-            let path = piece.path().to_path_buf();
-            let current = match files.iter().find(|f| f.0 == path) {
-                Some(f) => f.2.clone(),
-                None => read_config(&path, &places.roots())?,
-            };
-            let next = apply(piece, current.as_deref(), *h, args.uninstall)?;
-            match files.iter_mut().find(|f| f.0 == path) {
-                Some(f) => f.2 = next,
-                None => files.push((path, current, next)),
+            if !paths.contains(&piece.path()) {
+                paths.push(piece.path());
             }
         }
-        changes.extend(files.into_iter().map(|(p, b, a)| (*h, p, b, a)));
+        for path in paths {
+            if changes.iter().any(|c| c.path == path) {
+                continue;
+            }
+            let mine: Vec<&Piece> = pieces.iter().filter(|p| p.path() == path).collect();
+            let current = read_config(path, &places.roots())?;
+            changes.push(plan_file(*h, path, &mine, current, &records, args)?);
+        }
+    }
+    if !args.dry_run {
+        for c in changes.iter().filter(|c| c.before != c.after) {
+            check_writable(&c.path)?;
+        }
     }
     let mut report = Vec::new();
     let mut text = Vec::new();
     for h in &list {
-        let mine: Vec<_> = changes.iter().filter(|c| c.0 == *h && c.2 != c.3).collect();
+        let mine: Vec<&Change> = changes
+            .iter()
+            .filter(|c| c.harness == *h && c.before != c.after)
+            .collect();
         let mut files = Vec::new();
-        for (_, path, before, after) in &mine {
+        for c in &mine {
+            let (path, before, after) = (&c.path, &c.before, &c.after);
             let diff = unified_diff(path, before.as_deref(), after.as_deref());
             text.push(diff.trim_end().to_owned());
             files.push(json!({"path": path, "diff": diff}));
@@ -978,11 +1378,7 @@ pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
         text.push(format!("{} ({}): {verb}", harness_name(*h), scope.as_str()));
     }
     if !args.dry_run {
-        for (_, path, before, after) in &changes {
-            if before != after {
-                write_file(path, after.as_deref())?;
-            }
-        }
+        write_all(&changes, &records)?;
     }
     if cli.json {
         crate::output::print_json(&json!({ "harnesses": report }));
@@ -994,7 +1390,7 @@ pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
     if args.dry_run {
         return Ok(());
     }
-    if !args.uninstall && changes.iter().any(|c| c.2 != c.3) {
+    if !args.uninstall && changes.iter().any(|c| c.before != c.after) {
         let notes: Vec<&str> = list
             .iter()
             .filter_map(|h| match (h, scope) {
@@ -1012,6 +1408,64 @@ pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Writes every change or none: each new text is staged in a temporary file beside its file
+/// first (a folder that refuses it fails here, before anything changed), then the records, then
+/// the renames; a rename that still fails puts back the files already renamed.
+fn write_all(changes: &[Change], records: &Records) -> Result<()> {
+    let mut staged = Vec::new();
+    let mut made: Vec<PathBuf> = Vec::new();
+    let changed: Vec<&Change> = changes.iter().filter(|c| c.before != c.after).collect();
+    for c in &changed {
+        made.extend(missing_dirs(&c.path));
+        match stage(&c.path, c.after.as_deref(), 0o644) {
+            Ok(s) => staged.push(s),
+            Err(e) => {
+                drop(staged);
+                remove_empty(&made);
+                return Err(e.context("setup changed nothing"));
+            }
+        }
+    }
+    // A record goes with its file's change, and on --uninstall even when the file is gone.
+    for c in changes
+        .iter()
+        .filter(|c| c.before != c.after || (c.had_record && c.record.is_none()))
+    {
+        let kept = match &c.record {
+            Some(r) => records.put(r),
+            None if c.had_record => records.remove(&c.path),
+            None => Ok(()),
+        };
+        if let Err(e) = kept {
+            drop(staged);
+            remove_empty(&made);
+            return Err(e.context("setup changed nothing"));
+        }
+    }
+    for (i, s) in staged.into_iter().enumerate() {
+        if let Err(e) = s.commit() {
+            for c in &changed[..i] {
+                let _ = write_file(&c.path, c.before.as_deref(), 0o644);
+            }
+            return Err(e);
+        }
+    }
+    // The folders setup created for a file it took out again, when nothing else is in them.
+    let dirs: Vec<PathBuf> = changed.iter().flat_map(|c| c.dirs.clone()).collect();
+    remove_empty(&dirs);
+    Ok(())
+}
+
+/// Removes the folders of `dirs` (outermost first) that are empty, innermost first.
+fn remove_empty(dirs: &[PathBuf]) {
+    let mut dirs = dirs.to_vec();
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    dirs.dedup();
+    for d in dirs {
+        let _ = std::fs::remove_dir(d);
+    }
 }
 
 fn scope(cli: &Cli, args: &SetupArgs) -> Result<Scope> {
