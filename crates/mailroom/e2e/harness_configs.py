@@ -155,7 +155,11 @@ def codex():
             got = servers.get("mailroom", {}).get("transport", {})
             check(got.get("command") == "mailroom" and got.get("args") == ["mcp"] and "github" in servers,
                   f"codex mcp list --json:\n{r.stdout}{r.stderr}")
-            hooks = app_server_hooks(m, codex_bin)
+            # Codex starts MCP servers with a filtered environment: the server must get the
+            # variables that name the mailroom, as the hooks do.
+            check(got.get("env_vars") == ["MAILROOM_HOME", "MAILROOM_URL", "MAILROOM_AS"],
+                  f"codex forwards MAILROOM_*: {got}")
+            hooks, _ = app_server_hooks(m, codex_bin)
             events = sorted(h["eventName"] for h in hooks if h.get("command", "").startswith("mailroom hook codex"))
             # Both scopes: each event once from .codex/hooks.json and once from ~/.codex/hooks.json.
             check(events == sorted(["postToolUse", "sessionStart", "stop", "userPromptSubmit"] * 2),
@@ -184,10 +188,32 @@ def app_server_hooks(m, codex_bin):
         send({"jsonrpc": "2.0", "method": "initialized"})
         send({"jsonrpc": "2.0", "id": 2, "method": "hooks/list", "params": {"cwds": [str(m.repo)]}})
         reply = recv(2)
-        return [h for d in reply.get("result", {}).get("data", []) for h in d.get("hooks", [])]
+        data = reply.get("result", {}).get("data", [])
+        return [h for d in data for h in d.get("hooks", [])], json.dumps(data)
     finally:
         p.kill()
         p.wait()
+
+
+def codex_toml():
+    """A user who keeps hooks in config.toml: mailroom's go there too, in one representation."""
+    with tempfile.TemporaryDirectory(prefix="mailroom-setup-codex-toml-") as tmp:
+        m = Machine(tmp)
+        m.write(".codex/config.toml", '# the team\'s Codex settings\n[[hooks.PostToolUse]]\nmatcher = "Bash"\n[[hooks.PostToolUse.hooks]]\ntype = "command"\ncommand = "true"\n')
+        m.write(".codex/config.toml", f'# mine\n[projects."{m.repo}"]\ntrust_level = "trusted"\n\n[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = "command"\ncommand = "true"\n', base=m.home)
+        codex_bin = str(BIN_DIR / "codex")
+
+        def validate():
+            check(not (m.repo / ".codex" / "hooks.json").exists() and not (m.home / ".codex" / "hooks.json").exists(),
+                  "codex: no hooks.json beside a config.toml that holds hooks")
+            hooks, raw = app_server_hooks(m, codex_bin)
+            events = sorted(h["eventName"] for h in hooks if h.get("command", "").startswith("mailroom hook codex"))
+            ok = events == sorted(["postToolUse", "sessionStart", "stop", "userPromptSubmit"] * 2)
+            check(ok, f"codex app-server hooks/list (config.toml): {events}" + ("" if ok else f"\n{raw[:3000]}"))
+            ok = "single representation" not in raw
+            check(ok, "codex sees one representation of hooks" + ("" if ok else f": {raw[:3000]}"))
+
+        roundtrip(m, "codex", validate)
 
 
 def gemini():
@@ -227,8 +253,10 @@ def opencode():
         roundtrip(m, "opencode", validate)
 
 
-for harness in (claude, codex, gemini, opencode):
-    harness()
+only = [h for h in os.environ.get("HARNESS_CONFIGS_ONLY", "").split(",") if h]
+for harness in (claude, codex, codex_toml, gemini, opencode):
+    if not only or harness.__name__ in only:
+        harness()
 if failures:
     print(f"{len(failures)} failed")
     sys.exit(1)

@@ -208,6 +208,13 @@ impl Harness {
             // starts one more turn with the reason as its prompt) share one shape.
             Harness::Claude | Harness::Codex | Harness::Gemini | Harness::Opencode => {
                 if let Some(reason) = block_stop {
+                    // Codex hands the reason to the model inside `<hook_prompt>` tags: no
+                    // subject in it may close them, whether or not Codex escapes it.
+                    let reason = if self == Harness::Codex {
+                        reason.replace('<', "\u{2039}").replace('>', "\u{203a}")
+                    } else {
+                        reason
+                    };
                     return Some(json!({"decision": "block", "reason": reason}));
                 }
                 context.map(|text| {

@@ -289,7 +289,7 @@ fn every_written_config_parses_and_names_mailroom_as_the_docs_say() {
     let toml = std::fs::read_to_string(r.join(".codex/config.toml")).unwrap();
     assert_eq!(
         toml,
-        "[mcp_servers.mailroom]\ncommand = \"mailroom\"\nargs = [\"mcp\"]\n"
+        "[mcp_servers.mailroom]\ncommand = \"mailroom\"\nargs = [\"mcp\"]\nenv_vars = [\"MAILROOM_HOME\", \"MAILROOM_URL\", \"MAILROOM_AS\"]\n"
     );
     // Every hook command runs: the program named answers each event without a warning.
     let codex = read(".codex/hooks.json");
@@ -1119,4 +1119,48 @@ fn a_linked_plugin_folder_is_refused_and_nothing_is_written() {
     std::os::unix::fs::symlink(&elsewhere, m.user().join(".config")).unwrap();
     m.setup(["opencode", "--user"]).ok();
     assert!(elsewhere.join("opencode/plugins/mailroom.js").is_file());
+}
+
+/// Codex reads hooks from `hooks.json` and from `[hooks]` tables in `config.toml`, and warns
+/// when both hold hooks: when the user keeps theirs in `config.toml`, mailroom's go there too.
+#[test]
+fn codex_hooks_go_where_the_user_keeps_theirs() {
+    let m = Machine::new();
+    let config = m.repo().join(".codex/config.toml");
+    let original = "# mine\nmodel = \"o4\"\n\n[[hooks.PostToolUse]]\nmatcher = \"Bash\"\n[[hooks.PostToolUse.hooks]]\ntype = \"command\"\ncommand = \"./lint.sh\"\n";
+    m.write(&config, original);
+    m.setup(["codex"]).ok();
+    assert!(!m.repo().join(".codex/hooks.json").exists());
+    let text = std::fs::read_to_string(&config).unwrap();
+    let doc: toml::Table = toml::from_str(&text).unwrap();
+    for event in ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"] {
+        let groups = doc["hooks"][event].as_array().unwrap();
+        let ours: Vec<&str> = groups
+            .iter()
+            .flat_map(|g| g["hooks"].as_array().unwrap())
+            .filter_map(|h| h["command"].as_str())
+            .filter(|c| c.starts_with("mailroom hook codex"))
+            .collect();
+        assert_eq!(ours, [format!("mailroom hook codex {event}")], "{text}");
+    }
+    assert!(text.contains("command = \"./lint.sh\""), "{text}");
+    assert_eq!(
+        doc["mcp_servers"]["mailroom"]["env_vars"],
+        toml::Value::Array(
+            ["MAILROOM_HOME", "MAILROOM_URL", "MAILROOM_AS"]
+                .map(|v| toml::Value::String(v.into()))
+                .to_vec()
+        )
+    );
+    let check = m.setup([]).args(["--check", "codex"]).run();
+    assert!(
+        check
+            .stdout
+            .contains("codex (project): wired in: MCP server and hooks in"),
+        "{}",
+        check.stdout
+    );
+    assert!(m.setup(["codex"]).ok().stdout.contains("nothing to change"));
+    m.setup(["codex", "--uninstall"]).ok();
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
 }

@@ -7,6 +7,7 @@
 
 mod jsonc;
 mod record;
+mod toml;
 
 use std::path::{Path, PathBuf};
 
@@ -227,11 +228,13 @@ enum Piece {
         /// drop the whole file, so setup refuses to add to such a file.
         strict: bool,
     },
-    /// Codex's `config.toml`: `[mcp_servers.mailroom]`.
+    /// Codex's `config.toml`: `[mcp_servers.mailroom]`, and the hooks when the user keeps
+    /// theirs there.
     Toml {
         path: PathBuf,
         command: String,
         args: Vec<String>,
+        hooks: Vec<HookEntry>,
     },
     /// A file that is mailroom's alone (OpenCode's plugin).
     Whole { path: PathBuf, contents: String },
@@ -341,33 +344,55 @@ fn plan(harness: Harness, scope: Scope, places: &Places, inv: &Invocation) -> Re
                 Scope::User => places.codex_home.clone(),
             };
             // Codex hooks (docs: hooks, "Where Codex looks for hooks"): `hooks.json` next to
-            // the active config layer (`~/.codex/hooks.json`, `<repo>/.codex/hooks.json`),
-            // Claude Code's shape; events SessionStart, UserPromptSubmit, PostToolUse, Stop.
-            vec![
-                Piece::Toml {
-                    path: dir.join("config.toml"),
+            // the active config layer (`~/.codex/hooks.json`, `<repo>/.codex/hooks.json`), or
+            // `[hooks]` tables inside `config.toml`, in Claude Code's shape (`[[hooks.EVENT]]`
+            // a matcher group, `[[hooks.EVENT.hooks]]` a command); events SessionStart,
+            // UserPromptSubmit, PostToolUse, Stop. Codex warns when both forms hold hooks
+            // ("prefer a single representation"): mailroom's go where the user keeps theirs,
+            // `config.toml` when it has hooks and there is no `hooks.json`.
+            let config = dir.join("config.toml");
+            let hooks_json = dir.join("hooks.json");
+            let events = hook_entries(
+                harness,
+                inv,
+                &[
+                    (SessionStart, None),
+                    (UserPromptSubmit, None),
+                    (PostToolUse, None),
+                    (Stop, None),
+                ],
+            );
+            let in_toml = std::fs::symlink_metadata(&hooks_json).is_err()
+                && crate::files::read_regular(&config, MAX_CONFIG_BYTES, false)
+                    .ok()
+                    .and_then(|c| String::from_utf8(c.bytes).ok())
+                    .is_some_and(|t| toml::has_hooks(&t));
+            if in_toml {
+                vec![Piece::Toml {
+                    path: config,
                     command: inv.program.clone(),
                     args: mcp_argv,
-                },
-                Piece::Json {
-                    path: dir.join("hooks.json"),
-                    pieces: vec![JsonPiece::Hooks {
-                        flat: false,
-                        events: hook_entries(
-                            harness,
-                            inv,
-                            &[
-                                (SessionStart, None),
-                                (UserPromptSubmit, None),
-                                (PostToolUse, None),
-                                (Stop, None),
-                            ],
-                        ),
-                    }],
-                    skeleton: json!({}),
-                    strict: true,
-                },
-            ]
+                    hooks: events,
+                }]
+            } else {
+                vec![
+                    Piece::Toml {
+                        path: config,
+                        command: inv.program.clone(),
+                        args: mcp_argv,
+                        hooks: Vec::new(),
+                    },
+                    Piece::Json {
+                        path: hooks_json,
+                        pieces: vec![JsonPiece::Hooks {
+                            flat: false,
+                            events,
+                        }],
+                        skeleton: json!({}),
+                        strict: true,
+                    },
+                ]
+            }
         }
         Harness::Gemini => {
             // Gemini CLI (docs: cli/settings; docs/tools/mcp-server): `.gemini/settings.json`
@@ -789,9 +814,14 @@ fn add_piece(
         } => jsonc::add(text, pieces, skeleton, *strict, known, replace, &|c| {
             is_ours(c, harness)
         }),
-        Piece::Toml { command, args, .. } => {
-            toml_add_server(text, command, args, known.server, replace)
-        }
+        Piece::Toml {
+            command,
+            args,
+            hooks,
+            ..
+        } => toml::add(text, command, args, hooks, known, replace, &|c| {
+            is_ours(c, harness)
+        }),
         Piece::Whole { contents, .. } => match text {
             Some(t) if !t.starts_with("// mailroom:") => {
                 Err(anyhow!("it exists and was not written by mailroom"))
@@ -819,216 +849,18 @@ fn remove_piece(
             strict,
             ..
         } => jsonc::remove(text, pieces, skeleton, *strict, known),
-        Piece::Toml { command, args, .. } => toml_remove_server(text, command, args, rec),
+        Piece::Toml {
+            command,
+            args,
+            hooks,
+            ..
+        } => toml::remove(text, command, args, hooks, rec),
         // Only the file mailroom wrote goes: its first line says so.
         Piece::Whole { .. } => Ok(match text {
             Some(t) if t.starts_with("// mailroom:") => None,
             other => other.map(str::to_owned),
         }),
     }
-}
-
-/// Whether a `[mcp_servers.mailroom]` table is as some setup writes it: `command` (a program
-/// named `mailroom`) and `args`, nothing else.
-fn toml_setup_shaped(t: &dyn toml_edit::TableLike) -> bool {
-    t.iter().all(|(k, _)| k == "command" || k == "args")
-        && t.get("command")
-            .and_then(|c| c.as_str())
-            .is_some_and(|c| Path::new(c).file_name().is_some_and(|n| n == "mailroom"))
-}
-
-/// Whether a `[mcp_servers.mailroom]` table is exactly what setup writes now.
-fn toml_exactly(t: &dyn toml_edit::TableLike, command: &str, args: &[String]) -> bool {
-    t.len() == 2
-        && t.get("command").and_then(|c| c.as_str()) == Some(command)
-        && t.get("args").and_then(|a| a.as_array()).is_some_and(|a| {
-            a.iter().map(|v| v.as_str()).collect::<Vec<_>>()
-                == args.iter().map(|s| Some(s.as_str())).collect::<Vec<_>>()
-        })
-}
-
-/// Codex's `config.toml` with setup's server added, edited with `toml_edit` so comments and
-/// order stay.
-fn toml_add_server(
-    text: Option<&str>,
-    command: &str,
-    args: &[String],
-    known: bool,
-    replace: bool,
-) -> Result<jsonc::Added> {
-    let source = text.unwrap_or_default();
-    let mut doc: toml_edit::DocumentMut = source
-        .parse()
-        .map_err(|e: toml_edit::TomlError| anyhow!("it is not valid TOML: {}", e.message()))?;
-    let mut replaced = Vec::new();
-    if !doc.contains_key("mcp_servers") {
-        let mut t = toml_edit::Table::new();
-        t.set_implicit(true);
-        doc.insert("mcp_servers", toml_edit::Item::Table(t));
-    }
-    let servers = doc
-        .get_mut("mcp_servers")
-        .and_then(|s| s.as_table_like_mut())
-        .ok_or_else(|| anyhow!("its mcp_servers is not a table"))?;
-    let mut a = toml_edit::Array::new();
-    for s in args {
-        a.push(s.as_str());
-    }
-    let existing = servers.get("mailroom").map(|item| {
-        (
-            item.as_table_like().is_some_and(toml_setup_shaped),
-            item.as_table_like().is_some(),
-            item.to_string(),
-        )
-    });
-    if let Some((shaped, table, raw)) = existing {
-        let same = servers
-            .get("mailroom")
-            .and_then(|s| s.as_table_like())
-            .is_some_and(|t| toml_exactly(t, command, args));
-        if !same && !known {
-            if !shaped && !replace {
-                return Err(jsonc::Foreign(format!(
-                    "its [mcp_servers.mailroom] is an entry setup did not write ({})",
-                    if table {
-                        "a table with keys of its own"
-                    } else {
-                        "not a table"
-                    }
-                ))
-                .into());
-            }
-            replaced.push(Replaced::Table {
-                raw: table_text(&raw),
-            });
-            if !shaped {
-                servers.remove("mailroom");
-            }
-        }
-    }
-    match servers
-        .get_mut("mailroom")
-        .and_then(|s| s.as_table_like_mut())
-    {
-        // What the user added to setup's entry (`env`, `cwd`, a timeout...) stays; setup
-        // rewrites only the keys it writes, and only when they differ.
-        Some(t) => {
-            if t.get("command").and_then(|c| c.as_str()) != Some(command) {
-                t.insert("command", toml_edit::value(command));
-            }
-            let same_args = t.get("args").and_then(|a| a.as_array()).is_some_and(|a| {
-                a.iter().map(|v| v.as_str()).collect::<Vec<_>>()
-                    == args.iter().map(|s| Some(s.as_str())).collect::<Vec<_>>()
-            });
-            if !same_args {
-                t.insert("args", toml_edit::value(a));
-            }
-        }
-        None => {
-            let mut t = toml_edit::Table::new();
-            t.insert("command", toml_edit::value(command));
-            t.insert("args", toml_edit::value(a));
-            servers.insert("mailroom", toml_edit::Item::Table(t));
-        }
-    }
-    Ok(jsonc::Added {
-        text: doc.to_string(),
-        replaced,
-        hooks: Vec::new(),
-        server: true,
-    })
-}
-
-/// A `[mcp_servers.mailroom]` item's text as a document of its own, to be parsed back.
-fn table_text(item: &str) -> String {
-    let mut doc = toml_edit::DocumentMut::new();
-    if let Ok(parsed) = format!("[mcp_servers.mailroom]\n{item}").parse::<toml_edit::DocumentMut>()
-    {
-        doc = parsed;
-    } else if let Ok(parsed) =
-        format!("mcp_servers.mailroom = {item}").parse::<toml_edit::DocumentMut>()
-    {
-        doc = parsed;
-    }
-    doc.to_string()
-}
-
-/// Codex's `config.toml` with setup's server taken out (with a record: the entry setup wrote;
-/// without: only one exactly as setup writes it now) and what it replaced put back.
-fn toml_remove_server(
-    text: Option<&str>,
-    command: &str,
-    args: &[String],
-    rec: Option<&Record>,
-) -> Result<Option<String>> {
-    let Some(source) = text else { return Ok(None) };
-    let mut doc: toml_edit::DocumentMut = source
-        .parse()
-        .map_err(|e: toml_edit::TomlError| anyhow!("it is not valid TOML: {}", e.message()))?;
-    let had_servers = rec.is_none_or(|r| {
-        r.before.as_deref().is_some_and(|b| {
-            b.parse::<toml_edit::DocumentMut>()
-                .is_ok_and(|d| d.contains_key("mcp_servers"))
-        })
-    });
-    if let Some(servers) = doc
-        .get_mut("mcp_servers")
-        .and_then(|s| s.as_table_like_mut())
-    {
-        let ours = match rec {
-            Some(r) => r.server,
-            None => servers
-                .get("mailroom")
-                .and_then(|s| s.as_table_like())
-                .is_some_and(|t| toml_exactly(t, command, args)),
-        };
-        if ours {
-            servers.remove("mailroom");
-        }
-    }
-    for r in rec.map(|r| r.replaced.as_slice()).unwrap_or_default() {
-        let Replaced::Table { raw } = r else { continue };
-        let Ok(mut back) = raw.parse::<toml_edit::DocumentMut>() else {
-            continue;
-        };
-        let Some(item) = back
-            .get_mut("mcp_servers")
-            .and_then(|s| s.as_table_like_mut())
-            .and_then(|s| s.remove("mailroom"))
-        else {
-            continue;
-        };
-        if !doc.contains_key("mcp_servers") {
-            let mut t = toml_edit::Table::new();
-            t.set_implicit(true);
-            doc.insert("mcp_servers", toml_edit::Item::Table(t));
-        }
-        if let Some(servers) = doc
-            .get_mut("mcp_servers")
-            .and_then(|s| s.as_table_like_mut())
-            && !servers.contains_key("mailroom")
-        {
-            servers.insert("mailroom", item);
-        }
-    }
-    if !had_servers
-        && doc
-            .get("mcp_servers")
-            .and_then(|s| s.as_table())
-            .is_some_and(|t| t.is_empty() && t.is_implicit())
-    {
-        doc.remove("mcp_servers");
-    }
-    let out = doc.to_string();
-    // A file setup created that holds nothing else goes away.
-    let created = rec.map_or(out.trim().is_empty() && !source.trim().is_empty(), |r| {
-        r.before.is_none()
-    });
-    Ok(if created && out.trim().is_empty() {
-        None
-    } else {
-        Some(out)
-    })
 }
 
 /// Whether a write to `path` would fail for what it is (checked before anything is written):
@@ -1523,7 +1355,8 @@ fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> Result<()> 
                         })
                         .collect::<Vec<_>>()
                         .join(" and "),
-                    Piece::Toml { .. } => "MCP server".into(),
+                    Piece::Toml { hooks, .. } if hooks.is_empty() => "MCP server".into(),
+                    Piece::Toml { .. } => "MCP server and hooks".into(),
                     Piece::Whole { .. } => "plugin".into(),
                 };
                 let shown = piece.path().display();
@@ -1633,11 +1466,11 @@ fn wired(piece: &Piece, text: Option<&str>, h: Harness, programs: &mut Vec<Strin
                 }),
             })
         }
-        Piece::Toml { .. } => {
+        Piece::Toml { hooks, .. } => {
             let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
                 return false;
             };
-            match doc
+            let server = match doc
                 .get("mcp_servers")
                 .and_then(|s| s.get("mailroom"))
                 .and_then(|m| m.get("command"))
@@ -1648,7 +1481,8 @@ fn wired(piece: &Piece, text: Option<&str>, h: Harness, programs: &mut Vec<Strin
                     true
                 }
                 None => false,
-            }
+            };
+            server && toml::wired_hooks(&doc, hooks, &|c| is_ours(c, h))
         }
         Piece::Whole { .. } => text.starts_with("// mailroom:"),
     }
