@@ -1164,3 +1164,44 @@ fn codex_hooks_go_where_the_user_keeps_theirs() {
     m.setup(["codex", "--uninstall"]).ok();
     assert_eq!(std::fs::read_to_string(&config).unwrap(), original);
 }
+
+/// One session, one mailroom: `setup --check` starts the hooks and the MCP server as the
+/// harness would (Codex gives its servers a filtered environment) and says when they would open
+/// different mailrooms, as an entry that does not forward `MAILROOM_HOME` makes them.
+#[test]
+fn check_proves_the_hooks_and_the_mcp_server_open_the_same_mailroom() {
+    let m = Machine::new();
+    let mail = m.home.root().join("elsewhere");
+    m.setup(["codex"]).env("MAILROOM_HOME", &mail).ok();
+    let same = m
+        .setup([])
+        .args(["--check", "codex"])
+        .env("MAILROOM_HOME", &mail)
+        .ok();
+    assert!(
+        same.stdout.contains(&format!(
+            "the hooks and the MCP server open the same mailroom: {} as web@default",
+            mail.display()
+        )),
+        "{}",
+        same.stdout
+    );
+    let config = m.repo().join(".codex/config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    m.write(
+        &config,
+        &text
+            .lines()
+            .filter(|l| !l.starts_with("env_vars"))
+            .map(|l| format!("{l}\n"))
+            .collect::<String>(),
+    );
+    let split = m
+        .setup([])
+        .args(["--check", "codex"])
+        .env("MAILROOM_HOME", &mail)
+        .run();
+    assert_eq!(split.code, 2, "{}{}", split.stdout, split.stderr);
+    assert!(split.stdout.contains("DIFFERENT MAILROOMS"), "{}", split.stdout);
+    assert!(split.stderr.contains("open different mailrooms"), "{}", split.stderr);
+}

@@ -7,6 +7,7 @@
 
 mod jsonc;
 mod record;
+mod same;
 mod toml;
 
 use std::path::{Path, PathBuf};
@@ -1328,6 +1329,7 @@ fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> Result<()> 
     };
     let mut programs: Vec<String> = Vec::new();
     let mut any = false;
+    let mut split = 0;
     let mut lines = Vec::new();
     for h in &list {
         for scope in [Scope::Project, Scope::User] {
@@ -1337,6 +1339,8 @@ fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> Result<()> 
             let pieces = plan(*h, scope, places, &inv)?;
             let mut parts = Vec::new();
             let mut missing = Vec::new();
+            let mut server_launch = None;
+            let mut hook_launch = None;
             for piece in &pieces {
                 let text = match read_config(piece.path(), &places.roots()) {
                     Ok(t) => t,
@@ -1346,6 +1350,10 @@ fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> Result<()> 
                     }
                 };
                 let found = wired(piece, text.as_deref(), *h, &mut programs);
+                if let Some(t) = text.as_deref() {
+                    server_launch = server_launch.or_else(|| same::server(*h, piece, t));
+                    hook_launch = hook_launch.or_else(|| same::hooks(*h, piece, t));
+                }
                 let what = match piece {
                     Piece::Json { pieces, .. } => pieces
                         .iter()
@@ -1384,6 +1392,30 @@ fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> Result<()> 
                 harness_name(*h),
                 scope.as_str()
             ));
+            // One session, one mailroom: the hooks and the MCP server, each started as the
+            // harness starts it, must open the same mailroom as the same identity.
+            if let (Some(server), Some(hooks)) = (&server_launch, &hook_launch) {
+                let cwd = env
+                    .cwd
+                    .clone()
+                    .or_else(|| places.project.clone())
+                    .unwrap_or_else(|| places.home.clone());
+                let line = match (same::view(hooks, &cwd), same::view(server, &cwd)) {
+                    (Ok(a), Ok(b)) if a == b => {
+                        format!("  the hooks and the MCP server open the same mailroom: {a}")
+                    }
+                    (Ok(a), Ok(b)) => {
+                        split += 1;
+                        format!(
+                            "  DIFFERENT MAILROOMS: the hooks open {a}, the MCP server opens {b}"
+                        )
+                    }
+                    (Err(e), _) | (_, Err(e)) => {
+                        format!("  whether the hooks and the MCP server open the same mailroom: not known ({e})")
+                    }
+                };
+                lines.push(line);
+            }
         }
     }
     for l in &lines {
@@ -1409,6 +1441,13 @@ fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> Result<()> 
             "mailroom is not wired into any harness here; `mailroom setup HARNESS` wires one in"
                 .into(),
         )
+        .into());
+    }
+    if split > 0 {
+        return Err(Error::Invalid(format!(
+            "in {split} wiring{} the hooks and the MCP server open different mailrooms, so an agent would be told of mail its tools cannot read; run `mailroom setup HARNESS` again, or make the environment the same for both",
+            if split == 1 { "" } else { "s" }
+        ))
         .into());
     }
     Ok(())
@@ -1488,24 +1527,30 @@ fn wired(piece: &Piece, text: Option<&str>, h: Harness, programs: &mut Vec<Strin
     }
 }
 
-/// Whether the program a config names starts and says it is mailroom.
-fn answers(program: &str) -> String {
-    // A repository's config names the program: only a `mailroom` on PATH or at an absolute
-    // path is started, so a checked-out repository cannot get its own program run by --check.
+/// The program a config names, when --check may start it: a repository's config names the
+/// program, so only a `mailroom` on PATH or at an absolute path is started, and a checked-out
+/// repository cannot get its own program run by --check. Err: why not.
+fn answers_safely(program: &str) -> Result<PathBuf, String> {
     let path = Path::new(program);
     if path.file_name().and_then(|n| n.to_str()) != Some("mailroom") {
-        return "not a mailroom program: not started".into();
+        return Err("not a mailroom program: not started".into());
     }
     if program.contains('/') && !path.is_absolute() {
-        return "a relative path: not started".into();
+        return Err("a relative path: not started".into());
     }
     let resolved = if program.contains('/') {
         Some(PathBuf::from(program))
     } else {
         on_path(program)
     };
-    let Some(path) = resolved else {
-        return "not found (not on PATH)".into();
+    resolved.ok_or_else(|| "not found (not on PATH)".into())
+}
+
+/// Whether the program a config names starts and says it is mailroom.
+fn answers(program: &str) -> String {
+    let path = match answers_safely(program) {
+        Ok(p) => p,
+        Err(why) => return why,
     };
     match std::process::Command::new(&path)
         .arg("--version")

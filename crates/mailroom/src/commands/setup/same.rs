@@ -1,0 +1,251 @@
+//! `setup --check`'s proof that a harness's hooks and its MCP server open the same mailroom as
+//! the same identity: each is started as the harness would start it (the program and flags its
+//! config names, the environment the harness gives it) with `whoami --json` in place of its
+//! subcommand, and the two answers are compared.
+//!
+//! Codex starts MCP servers with a filtered environment (codex-rs `rmcp-client`: HOME, LOGNAME,
+//! PATH, SHELL, USER, LANG, LC_ALL, TERM, TMPDIR, TZ, plus the entry's `env_vars` and `env`);
+//! hooks, and the other harnesses' servers, get the harness's whole environment plus the entry's
+//! own `env` (`environment` for OpenCode).
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{Piece, answers_safely, is_ours, shell_words};
+use crate::commands::hook::Harness;
+
+/// The variables Codex passes an MCP server whatever its entry says.
+const CODEX_DEFAULT_ENV: [&str; 10] = [
+    "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
+];
+
+/// How a harness starts mailroom.
+#[derive(Clone, Debug, Default)]
+pub struct Launch {
+    program: String,
+    /// The flags before the subcommand (`--as`, `--home`).
+    globals: Vec<String>,
+    /// Variables the entry sets.
+    env: Vec<(String, String)>,
+    /// Some: only these variables of the harness's environment reach it (Codex's servers).
+    keep: Option<Vec<String>>,
+}
+
+/// What one launch opens: the mailroom and the identity.
+#[derive(Debug, PartialEq, Eq)]
+pub struct View {
+    home: String,
+    identity: Option<String>,
+}
+
+impl std::fmt::Display for View {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.identity {
+            Some(i) => write!(f, "{} as {i}", self.home),
+            None => write!(f, "{} with no identity", self.home),
+        }
+    }
+}
+
+/// The MCP server's launch in `text`, the config `piece` names.
+pub fn server(h: Harness, piece: &Piece, text: &str) -> Option<Launch> {
+    match piece {
+        Piece::Json { pieces, .. } => {
+            let v = super::jsonc::value_of(text)?;
+            let container = pieces.iter().find_map(|p| match p {
+                super::jsonc::JsonPiece::Server { container, .. } => Some(*container),
+                _ => None,
+            })?;
+            let entry = &v[container]["mailroom"];
+            let mut argv: Vec<String> = match &entry["command"] {
+                Value::String(c) => std::iter::once(c.clone())
+                    .chain(strings(&entry["args"]))
+                    .collect(),
+                Value::Array(_) => strings(&entry["command"]),
+                _ => return None,
+            };
+            let env_key = if h == Harness::Opencode {
+                "environment"
+            } else {
+                "env"
+            };
+            let env = entry[env_key]
+                .as_object()
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let program = argv.remove(0);
+            Some(Launch {
+                program,
+                globals: before_subcommand(&argv, "mcp"),
+                env,
+                keep: None,
+            })
+        }
+        Piece::Toml { .. } => {
+            let doc: toml::Table = toml::from_str(text).ok()?;
+            let entry = doc.get("mcp_servers")?.get("mailroom")?;
+            let program = entry.get("command")?.as_str()?.to_owned();
+            let args: Vec<String> = entry
+                .get("args")
+                .and_then(|a| a.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let env = entry
+                .get("env")
+                .and_then(|e| e.as_table())
+                .map(|t| {
+                    t.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let keep = CODEX_DEFAULT_ENV
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain(
+                    entry
+                        .get("env_vars")
+                        .and_then(|a| a.as_array())
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|s| s.as_str().map(str::to_owned)),
+                )
+                .collect();
+            Some(Launch {
+                program,
+                globals: before_subcommand(&args, "mcp"),
+                env,
+                keep: Some(keep),
+            })
+        }
+        Piece::Whole { .. } => None,
+    }
+}
+
+/// The hooks' launch in `text`: the first hook command of mailroom's, or the plugin's argv.
+pub fn hooks(h: Harness, piece: &Piece, text: &str) -> Option<Launch> {
+    let command = match piece {
+        Piece::Whole { .. } => {
+            // The plugin names its argv on the line `const MAILROOM = [...];`.
+            let line = text
+                .lines()
+                .find_map(|l| l.strip_prefix("const MAILROOM = "))?;
+            let mut argv: Vec<String> = serde_json::from_str(line.trim_end_matches(';')).ok()?;
+            if argv.is_empty() {
+                return None;
+            }
+            let program = argv.remove(0);
+            return Some(Launch {
+                program,
+                globals: argv,
+                ..Launch::default()
+            });
+        }
+        Piece::Json { .. } => {
+            let v = super::jsonc::value_of(text)?;
+            let mut found = None;
+            collect_commands(&v["hooks"], &mut |c| {
+                if found.is_none() && is_ours(c, h) {
+                    found = Some(c.to_owned());
+                }
+            });
+            found?
+        }
+        Piece::Toml { hooks, .. } if !hooks.is_empty() => {
+            let doc: toml::Table = toml::from_str(text).ok()?;
+            let v = serde_json::to_value(doc.get("hooks")?).ok()?;
+            let mut found = None;
+            collect_commands(&v, &mut |c| {
+                if found.is_none() && is_ours(c, h) {
+                    found = Some(c.to_owned());
+                }
+            });
+            found?
+        }
+        Piece::Toml { .. } => return None,
+    };
+    let mut words = shell_words(&command)?;
+    let program = words.remove(0);
+    Some(Launch {
+        program,
+        globals: before_subcommand(&words, "hook"),
+        ..Launch::default()
+    })
+}
+
+/// What `launch` opens, run in `cwd`; Err: why it could not be told.
+pub fn view(launch: &Launch, cwd: &Path) -> Result<View, String> {
+    let program = answers_safely(&launch.program)?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(&launch.globals)
+        .args(["whoami", "--json"])
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null());
+    if let Some(keep) = &launch.keep {
+        cmd.env_clear();
+        for k in keep {
+            if let Some(v) = std::env::var_os(k) {
+                cmd.env(k, v);
+            }
+        }
+    }
+    cmd.envs(launch.env.iter().map(|(k, v)| (k, v)));
+    let out = cmd
+        .output()
+        .map_err(|e| format!("{} cannot start: {e}", launch.program))?;
+    let v: Value = serde_json::from_slice(&out.stdout).map_err(|_| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        format!(
+            "{} whoami fails: {}",
+            launch.program,
+            err.lines().next().unwrap_or("no answer")
+        )
+    })?;
+    Ok(View {
+        home: v["home"].as_str().unwrap_or("?").to_owned(),
+        identity: v["identity"].as_str().map(str::to_owned),
+    })
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The words before the last `subcommand` (the global flags setup writes before it).
+fn before_subcommand(words: &[String], subcommand: &str) -> Vec<String> {
+    match words.iter().rposition(|w| w == subcommand) {
+        Some(i) => words[..i].to_vec(),
+        None => words.to_vec(),
+    }
+}
+
+/// Every `command` string in a hooks object (`EVENT: [{hooks: [{command}]}]` or flat).
+fn collect_commands(v: &Value, found: &mut dyn FnMut(&str)) {
+    match v {
+        Value::Object(o) => {
+            if let Some(c) = o.get("command").and_then(Value::as_str) {
+                found(c);
+            }
+            for x in o.values() {
+                collect_commands(x, found);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_commands(x, found)),
+        _ => {}
+    }
+}
