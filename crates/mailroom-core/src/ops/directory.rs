@@ -18,6 +18,10 @@ use crate::store::{Directory, Found, Member, MemberStatus, Policy, Project};
 pub(crate) struct Reads {
     projects: std::cell::RefCell<Vec<(Name, Option<Project>)>>,
     members: std::cell::RefCell<Vec<(Name, Name, Option<Member>)>>,
+    /// Rosters read whole (a typo check reads one, or every other project's).
+    rosters: std::cell::RefCell<Vec<(Name, Vec<Member>)>>,
+    /// The active members of every project but the first field's, once asked for.
+    elsewhere: std::cell::RefCell<Option<(Name, Vec<Address>)>>,
 }
 
 impl Reads {
@@ -77,6 +81,41 @@ impl Reads {
             .borrow_mut()
             .push((project.clone(), handle.clone(), m.clone()));
         Ok(m)
+    }
+
+    /// `store.roster(project)`, read once per operation.
+    fn roster(&self, store: &dyn Directory, project: &Name) -> Result<Vec<Member>> {
+        if let Some((_, r)) = self.rosters.borrow().iter().find(|(n, _)| n == project) {
+            return Ok(r.clone());
+        }
+        let r = store.roster(project)?;
+        self.rosters.borrow_mut().push((project.clone(), r.clone()));
+        Ok(r)
+    }
+
+    /// The active members of every project but `current`, read once per operation: a send to
+    /// a hundred new names checks each against them without reading every roster a hundred
+    /// times.
+    fn active_elsewhere(&self, store: &dyn Directory, current: &Name) -> Result<Vec<Address>> {
+        if let Some((c, others)) = self.elsewhere.borrow().as_ref()
+            && c == current
+        {
+            return Ok(others.clone());
+        }
+        let mut others = Vec::new();
+        for p in store.projects()? {
+            if p.name == *current {
+                continue;
+            }
+            others.extend(
+                self.roster(store, &p.name)?
+                    .into_iter()
+                    .filter(|m| m.status == MemberStatus::Active)
+                    .map(|m| Address::in_project(m.handle, p.name.clone())),
+            );
+        }
+        *self.elsewhere.borrow_mut() = Some((current.clone(), others.clone()));
+        Ok(others)
     }
 }
 
@@ -161,7 +200,7 @@ impl Mailroom<'_> {
             (_, Some(cur)) => {
                 let plan = self.plan_in(reads, cur, &spec.handle)?;
                 if plan.add_member {
-                    self.check_not_close_elsewhere(cur, &spec.handle)?;
+                    self.check_not_close_elsewhere(reads, cur, &spec.handle)?;
                 }
                 Ok(plan)
             }
@@ -215,9 +254,8 @@ impl Mailroom<'_> {
             }
             Some(Policy::Open) => {
                 if creator == Creator::Other {
-                    let names: Vec<Name> = self
-                        .store
-                        .roster(project)?
+                    let names: Vec<Name> = reads
+                        .roster(self.store(), project)?
                         .into_iter()
                         .map(|m| m.handle)
                         .collect();
@@ -250,20 +288,13 @@ impl Mailroom<'_> {
 
     /// A bare handle new in the current project but one typo from an active member of another
     /// project is that member mistyped, not a new mailbox.
-    fn check_not_close_elsewhere(&self, current: &Name, handle: &Name) -> Result<()> {
-        let mut others: Vec<Address> = Vec::new();
-        for p in self.store.projects()? {
-            if p.name == *current {
-                continue;
-            }
-            others.extend(
-                self.store
-                    .roster(&p.name)?
-                    .into_iter()
-                    .filter(|m| m.status == MemberStatus::Active)
-                    .map(|m| Address::in_project(m.handle, p.name.clone())),
-            );
-        }
+    fn check_not_close_elsewhere(
+        &self,
+        reads: &Reads,
+        current: &Name,
+        handle: &Name,
+    ) -> Result<()> {
+        let others = reads.active_elsewhere(self.store(), current)?;
         let handles: Vec<Name> = others.iter().map(|a| a.handle.clone()).collect();
         let Some(close) = closest(handle, &handles) else {
             return Ok(());
@@ -858,6 +889,11 @@ pub(crate) fn closest<'a>(new: &Name, existing: &'a [Name]) -> Option<&'a Name> 
         .iter()
         .filter(|e| *e != new)
         .filter_map(|e| {
+            // At most two edits apart, so at most two characters longer or shorter: most
+            // names are ruled out before anything is computed.
+            if e.as_str().len().abs_diff(want.len()) > 2 {
+                return None;
+            }
             let have = e.as_str().to_ascii_lowercase();
             if series(&want) == series(&have) {
                 return None;

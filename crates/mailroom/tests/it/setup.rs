@@ -1202,6 +1202,14 @@ fn check_proves_the_hooks_and_the_mcp_server_open_the_same_mailroom() {
         .env("MAILROOM_HOME", &mail)
         .run();
     assert_eq!(split.code, 2, "{}{}", split.stdout, split.stderr);
-    assert!(split.stdout.contains("DIFFERENT MAILROOMS"), "{}", split.stdout);
-    assert!(split.stderr.contains("open different mailrooms"), "{}", split.stderr);
+    assert!(
+        split.stdout.contains("DIFFERENT MAILROOMS"),
+        "{}",
+        split.stdout
+    );
+    assert!(
+        split.stderr.contains("open different mailrooms"),
+        "{}",
+        split.stderr
+    );
 }

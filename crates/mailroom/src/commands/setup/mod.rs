@@ -1411,7 +1411,9 @@ fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> Result<()> 
                         )
                     }
                     (Err(e), _) | (_, Err(e)) => {
-                        format!("  whether the hooks and the MCP server open the same mailroom: not known ({e})")
+                        format!(
+                            "  whether the hooks and the MCP server open the same mailroom: not known ({e})"
+                        )
                     }
                 };
                 lines.push(line);
