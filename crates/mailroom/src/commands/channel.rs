@@ -69,7 +69,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
             if ctx.json {
                 output::print_json(&mailroom_json::channel_read_json(
                     &read,
-                    render::UNTRUSTED_NOTICE,
+                    render::untrusted_notice(&me),
                 ));
             } else if read.messages.is_empty() && read.damaged.is_empty() {
                 crate::outln!("Nothing new in #{} for {me}.", read.channel);
@@ -96,7 +96,7 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
                     "channel": channel.name.as_str(),
                     "messages": listing.messages.iter().map(stored_json).collect::<Vec<_>>(),
                     "damaged": damaged_json(&listing.damaged),
-                    "notice": render::UNTRUSTED_NOTICE,
+                    "notice": render::untrusted_notice(&me),
                 }));
             } else if listing.messages.is_empty() && listing.damaged.is_empty() {
                 crate::outln!("#{channel} has no entries.");

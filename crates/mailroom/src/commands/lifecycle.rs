@@ -17,7 +17,7 @@ pub fn inbox(ctx: &mut Ctx, limit: Option<usize>) -> Result<()> {
         output::print_json(&mailroom_json::inbox_json(
             &me,
             &inbox.collect()?,
-            render::UNTRUSTED_NOTICE,
+            render::untrusted_notice(&me),
         ));
         return Ok(());
     }
@@ -75,7 +75,7 @@ pub fn read(ctx: &mut Ctx, id: &str, archive: bool) -> Result<()> {
         output::print_json(&json!({
             "messages": [stored_json(&read.stored)],
             "archived": read.archived,
-            "notice": render::UNTRUSTED_NOTICE,
+            "notice": render::untrusted_notice(&me),
         }));
         return Ok(());
     }
@@ -278,7 +278,7 @@ pub fn search(ctx: &mut Ctx, query: &str) -> Result<()> {
     if ctx.json {
         output::print_json(&mailroom_json::search_json(
             &found,
-            render::UNTRUSTED_NOTICE,
+            render::untrusted_notice(&me),
         ));
         return Ok(());
     }

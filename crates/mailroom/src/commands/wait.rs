@@ -39,7 +39,7 @@ pub fn wait(
         }
         output::print_json(&WaitOut {
             messages: found.iter().map(MessageOut::stored).collect(),
-            notice: render::UNTRUSTED_NOTICE,
+            notice: render::untrusted_notice(&me),
         });
         return Ok(());
     }

@@ -746,3 +746,33 @@ fn a_subject_cannot_close_codexs_hook_prompt_wrapper() {
         "{reason}"
     );
 }
+
+/// The operator's own mail is framed for the operator: there is no one above to report to.
+#[test]
+fn the_operators_inbox_is_framed_for_the_operator() {
+    let home = Home::new();
+    home.send("api", "HUMAN", "may I deploy?");
+    let inbox = home.as_("HUMAN", ["inbox"]).ok();
+    assert!(
+        inbox
+            .stdout
+            .contains(mailroom_core::render::OPERATOR_NOTICE),
+        "{}",
+        inbox.stdout
+    );
+    assert!(
+        !inbox.stdout.contains("report them to the operator"),
+        "{}",
+        inbox.stdout
+    );
+    let json = home.as_("HUMAN", ["--json", "inbox"]).json();
+    assert_eq!(json["notice"], mailroom_core::render::OPERATOR_NOTICE);
+    // An agent's mail keeps the agents' sentence.
+    home.send("api", "web", "hello");
+    let agent = home.as_("web", ["inbox"]).ok();
+    assert!(
+        agent.stdout.contains("report them to the operator"),
+        "{}",
+        agent.stdout
+    );
+}
