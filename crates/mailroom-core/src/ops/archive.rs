@@ -7,6 +7,7 @@ use jiff::Timestamp;
 use crate::address::Address;
 use crate::error::{Error, Fix, Result};
 use crate::message::{Damaged, Kind, Listing, Message, Priority, State, Stored};
+use crate::name::Name;
 use crate::ops::Mailroom;
 use crate::ops::send::{Draft, Sent};
 
@@ -87,7 +88,14 @@ impl Mailroom<'_> {
                 sent: false,
             })
             .collect();
-        if let Some(project) = me.project() {
+        // A member searches its project's channels; the operator, who belongs to no project
+        // and may read them all, every project's.
+        let projects: Vec<Name> = match me.project() {
+            Some(project) => vec![project.clone()],
+            None if me.is_human() => self.store.projects()?.into_iter().map(|p| p.name).collect(),
+            None => vec![],
+        };
+        for project in &projects {
             // Unreadable channel entries are not the reader's mailbox: `doctor` reports them.
             let entries = self.store.search_entries(project, &q)?.messages;
             hits.extend(entries.into_iter().map(|stored| SearchHit {

@@ -168,3 +168,32 @@ fn a_search_killed_while_it_builds_the_index_leaves_search_right() {
     assert_eq!(found(&home, "number 2345."), expected);
     eprintln!("killed while writing the index in {killed_writing} of 6 rounds");
 }
+
+/// The operator belongs to no project and may read every channel: `--as HUMAN search` finds
+/// posts in every project's channels, as the console's search does (one search, in the core);
+/// a member searches its own project's only.
+#[test]
+fn the_operators_search_covers_every_projects_channels() {
+    let home = Home::new();
+    home.as_(
+        "alice@shop",
+        ["channel", "post", "run-1", "--message", "kiwi deploy done"],
+    )
+    .ok();
+    home.as_(
+        "carl@farm",
+        ["channel", "post", "run-2", "--message", "kiwi harvest in"],
+    )
+    .ok();
+    let human = home.as_("HUMAN", ["--json", "search", "kiwi"]).json();
+    let mut bodies: Vec<String> = human["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["body"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    bodies.sort();
+    assert_eq!(bodies, ["kiwi deploy done", "kiwi harvest in"], "{human}");
+    let alice = home.as_("alice@shop", ["--json", "search", "kiwi"]).json();
+    assert_eq!(alice["messages"].as_array().unwrap().len(), 1, "{alice}");
+}
