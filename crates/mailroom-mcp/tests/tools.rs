@@ -287,6 +287,13 @@ async fn two_agents_converse_through_every_lifecycle_tool() {
     )
     .await;
     assert_eq!(cancel["recipients"][0]["state"], "cancelled");
+    assert_eq!(cancel["recipients"][0]["changed"], true);
+    let again = ok(&alice, "cancel_mail", json!({"id": cancel["id"]})).await;
+    assert_eq!(
+        again["recipients"],
+        json!([{"recipient": "bob@web", "state": "cancelled", "changed": false}]),
+        "a second cancel says it changed nothing"
+    );
 
     // reply_mail answers the correction; the waiting sender is woken by it.
     let pending = ok(&bob, "read_mail", json!({"no_archive": true})).await;
