@@ -209,6 +209,13 @@ pub fn cancel_of_unread_mail_withdraws_it(store: &dyn Store) {
         .expect("cancel");
     assert_eq!(report.id, orig.id);
     assert_eq!(report.outcomes, vec![(addr("bob@web"), State::Cancelled)]);
+    assert_eq!(report.cancelled_now, vec![addr("bob@web")]);
+    // Cancelling again changes nothing and says so.
+    let again = m
+        .cancel(&addr("alice@web"), &orig.id.to_string())
+        .expect("a second cancel");
+    assert_eq!(again.outcomes, vec![(addr("bob@web"), State::Cancelled)]);
+    assert!(again.cancelled_now.is_empty(), "{again:?}");
     let inbox = m.inbox(&addr("bob@web"), None).expect("inbox");
     assert!(inbox.messages.is_empty(), "{inbox:?}");
     assert_eq!(state(store, "bob@web", orig.id), Some(State::Cancelled));

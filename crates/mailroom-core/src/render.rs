@@ -538,7 +538,8 @@ fn write_minute<W: Write + ?Sized>(out: &mut W, at: jiff::Timestamp) -> std::fmt
     out.write_str(std::str::from_utf8(&text).map_err(|_| std::fmt::Error)?)
 }
 
-/// The reply/done hint line of a pending message, if `hints` asks for one.
+/// The reply/done hint line of a pending message (the reply hint alone for an archived one),
+/// if `hints` asks for one.
 fn write_hints<W: Write + ?Sized>(
     out: &mut W,
     stored: &Stored,
@@ -554,6 +555,13 @@ fn write_hints<W: Write + ?Sized>(
         )?;
     } else if hints && stored.state.is_pending() && m.kind == crate::message::Kind::Handover {
         writeln!(out, "-> done: {}", words.done(&m.id.to_string()))?;
+    } else if hints && stored.state == crate::message::State::Done {
+        // Already archived (a read that archives): answering is the only step left.
+        writeln!(
+            out,
+            "-> reply: {} (archived; no done step)",
+            words.reply(&m.id.to_string())
+        )?;
     } else if hints && stored.state.is_pending() {
         let mut buf = [0; MessageId::LEN];
         let id = m.id.encode(&mut buf);

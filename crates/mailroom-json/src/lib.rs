@@ -181,7 +181,11 @@ pub fn edit_json(report: &EditReport) -> Value {
 pub fn cancel_json(report: &CancelReport) -> Value {
     json!({
         "id": report.id.to_string(),
-        "recipients": report.outcomes.iter().map(|(to, s)| json!({"recipient": to.to_string(), "state": s.as_str()})).collect::<Vec<_>>(),
+        "recipients": report.outcomes.iter().map(|(to, s)| json!({
+            "recipient": to.to_string(),
+            "state": s.as_str(),
+            "changed": report.cancelled_now.contains(to),
+        })).collect::<Vec<_>>(),
     })
 }
 

@@ -3,6 +3,85 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde::de::{self, Deserializer, Visitor};
+
+/// A count (`limit`) as a number or as the digits of one in a string (`"5"`): models often
+/// quote numbers, and a string of digits means one thing only.
+fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    struct Count;
+    impl Visitor<'_> for Count {
+        type Value = Option<usize>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a whole number such as 5")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<Self::Value, E> {
+            usize::try_from(n)
+                .map(Some)
+                .map_err(|_| E::custom(format!("{n} is too large a count")))
+        }
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<Self::Value, E> {
+            match u64::try_from(n) {
+                Ok(n) => self.visit_u64(n),
+                Err(_) => Err(E::custom(format!("{n} is not a count: write 0 or more"))),
+            }
+        }
+        fn visit_f64<E: de::Error>(self, n: f64) -> Result<Self::Value, E> {
+            if n.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&n) {
+                // Whole and within u32, checked on the line above: the cast is exact.
+                return self.visit_u64(n as u64);
+            }
+            Err(E::custom(format!("{n} is not a whole number such as 5")))
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+            match s.trim().parse::<u64>() {
+                Ok(n) => self.visit_u64(n),
+                Err(_) => Err(E::custom(format!(
+                    "{:?} is not a whole number such as 5",
+                    mailroom_core::text::field(s)
+                ))),
+            }
+        }
+    }
+    d.deserialize_any(Count)
+}
+
+/// A number of seconds, as a number or as one written in a string (`"30"`, `"2.5"`).
+fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    struct Seconds;
+    impl Visitor<'_> for Seconds {
+        type Value = Option<f64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a number of seconds such as 30")
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<Self::Value, E> {
+            // Only compared with the 300 s cap: precision past 2^53 cannot matter.
+            Ok(Some(n as f64))
+        }
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<Self::Value, E> {
+            // Only compared with the 300 s cap: precision past 2^53 cannot matter.
+            Ok(Some(n as f64))
+        }
+        fn visit_f64<E: de::Error>(self, n: f64) -> Result<Self::Value, E> {
+            Ok(Some(n))
+        }
+        fn visit_str<E: de::Error>(self, s: &str) -> Result<Self::Value, E> {
+            match s.trim().parse::<f64>() {
+                Ok(n) if n.is_finite() => Ok(Some(n)),
+                _ => Err(E::custom(format!(
+                    "{:?} is not a number of seconds such as 30",
+                    mailroom_core::text::field(s)
+                ))),
+            }
+        }
+    }
+    d.deserialize_any(Seconds)
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -13,6 +92,8 @@ pub struct ReadMail {
     pub handle: Option<String>,
     /// Show at most this many messages (default 20), most urgent first; the rest stay pending
     /// and `more` counts them.
+    #[serde(default, deserialize_with = "count")]
+    #[schemars(with = "Option<usize>")]
     pub limit: Option<usize>,
     /// Leave the shown messages pending (read) instead of archiving them.
     #[serde(default)]
@@ -22,8 +103,8 @@ pub struct ReadMail {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WriteMail {
-    /// The project the recipient is in (and the sender's, unless sender_project_handle says
-    /// otherwise).
+    /// The project the recipient is in (on an operator's server also the sender's, unless
+    /// sender_project_handle says otherwise).
     pub project_handle: Option<String>,
     /// The sender's handle: yourself (a server bound to one identity refuses any other).
     pub sender: Option<String>,
@@ -101,6 +182,8 @@ pub struct ReadRecentArchive {
     /// The handle whose archive to list (defaults to the server's identity).
     pub handle: Option<String>,
     /// At most this many, most recently archived first (default 20).
+    #[serde(default, deserialize_with = "count")]
+    #[schemars(with = "Option<usize>")]
     pub limit: Option<usize>,
     /// The project of the mailbox (defaults to the server's identity's).
     pub current_project_handle: Option<String>,
@@ -268,6 +351,8 @@ pub struct ChannelRead {
     /// The channel of the project to read; entries you have not seen, oldest first.
     pub channel: String,
     /// Show at most this many entries.
+    #[serde(default, deserialize_with = "count")]
+    #[schemars(with = "Option<usize>")]
     pub limit: Option<usize>,
     /// The acting member's project. Optional on a server bound to one identity (it must be
     /// that identity's); required on an operator's server (--as-any), except for HUMAN.
@@ -298,6 +383,8 @@ pub struct WaitMail {
     /// Only a reply to this message id (replies already pending count).
     pub reply_to: Option<String>,
     /// Give up after this many seconds (default 60, at most 300).
+    #[serde(default, deserialize_with = "seconds")]
+    #[schemars(with = "Option<f64>")]
     pub timeout_seconds: Option<f64>,
     /// The acting member's project. Optional on a server bound to one identity (it must be
     /// that identity's); required on an operator's server (--as-any), except for HUMAN.

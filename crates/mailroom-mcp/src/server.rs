@@ -43,7 +43,10 @@ impl Server {
             .iter()
             .filter(|s| set == ToolSet::All || s.lifecycle)
             .collect();
-        let listed = enabled.iter().map(|s| tool(s)).collect();
+        let listed = enabled
+            .iter()
+            .map(|s| tool(s, tools.identity.as_ref()))
+            .collect();
         Server {
             tools,
             enabled: Arc::new(enabled),
@@ -74,9 +77,9 @@ fn object(v: Value) -> Arc<serde_json::Map<String, Value>> {
     })
 }
 
-fn tool(s: &Spec) -> Tool {
+fn tool(s: &Spec, identity: Option<&mailroom_core::Address>) -> Tool {
     let output = json!({"type": "object", "properties": (s.output)()});
-    Tool::new(s.name, s.description, object((s.input)()))
+    Tool::new(s.name, s.description, object(s.input_schema(identity)))
         .with_raw_output_schema(object(output))
         .with_annotations(
             ToolAnnotations::new()

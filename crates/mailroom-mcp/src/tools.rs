@@ -75,10 +75,54 @@ pub struct Spec {
     /// Blocks until something happens (`wait_mail`): run on a thread of its own, so the
     /// server keeps reading requests meanwhile. Every other tool runs on the server's thread.
     pub waits: bool,
+    /// The input fields that name who acts, which a server bound to one identity leaves out
+    /// of the schema it lists: that server implies them, and a model that fills them in
+    /// wrongly is only refused.
+    pub acting: Acting,
     pub input: fn() -> Value,
     /// The properties of the structured result (an object).
     pub output: fn() -> Value,
     pub run: fn(&Tools, Value, &Cancel) -> Result<Outcome>,
+}
+
+/// The input fields of a tool that name the acting member.
+#[derive(Debug)]
+pub enum Acting {
+    /// These fields (none, for a tool that acts as no one in particular).
+    Fields(&'static [&'static str]),
+    /// `handle`, and `project_handle`, which also says whose channels: it stays for a server
+    /// acting as HUMAN, who has no project of its own.
+    InProject,
+}
+
+/// The acting member of most tools.
+const MEMBER: &[&str] = &["project_handle", "handle"];
+/// The acting member of a tool on one's own sent mail.
+const SENDER: &[&str] = &["project_handle", "sender"];
+
+impl Spec {
+    /// The input schema `tools/list` shows a server acting as `identity` (`None`: an
+    /// operator's server, which lists every field).
+    pub fn input_schema(&self, identity: Option<&Address>) -> Value {
+        let mut schema = (self.input)();
+        let Some(me) = identity else {
+            return schema;
+        };
+        let left_out: &[&str] = match (&self.acting, me.project()) {
+            (Acting::Fields(fields), _) => fields,
+            (Acting::InProject, Some(_)) => MEMBER,
+            (Acting::InProject, None) => &["handle"],
+        };
+        if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            for field in left_out {
+                props.remove(*field);
+            }
+        }
+        if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
+            required.retain(|r| r.as_str().is_none_or(|r| !left_out.contains(&r)));
+        }
+        schema
+    }
 }
 
 /// The state every call shares: the operations and who the server acts as.
@@ -146,9 +190,19 @@ fn unwrap_descriptions(v: &mut Value) {
     }
 }
 
+/// A tool's input, or one sentence naming the field at fault (`limit: ...`).
 fn decode<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T> {
-    serde_json::from_value(args)
-        .map_err(|e| Error::Invalid(format!("the arguments of {tool} are not valid: {e}")))
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            Error::Invalid(format!("the arguments of {tool} are not valid: {inner}"))
+        } else {
+            Error::Invalid(format!(
+                "the argument {path} of {tool} is not valid: {inner}"
+            ))
+        }
+    })
 }
 
 /// Every tool, m_AI_l's thirteen first (in its README's order), then mailroom's own.
@@ -161,6 +215,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: false,
         lifecycle: true,
         waits: false,
+        acting: Acting::Fields(MEMBER),
         input: input::<args::ReadMail>,
         output: listing_out,
         run: read_mail,
@@ -173,6 +228,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: false,
         lifecycle: true,
         waits: false,
+        acting: Acting::Fields(&["sender", "sender_project_handle"]),
         input: input::<args::WriteMail>,
         output: sent_out,
         run: write_mail,
@@ -185,6 +241,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: false,
         lifecycle: true,
         waits: false,
+        acting: Acting::Fields(SENDER),
         input: input::<args::EditMail>,
         output: edit_out,
         run: edit_mail,
@@ -197,6 +254,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: true,
         waits: false,
+        acting: Acting::Fields(SENDER),
         input: input::<args::CancelMail>,
         output: cancel_out,
         run: cancel_mail,
@@ -209,6 +267,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: true,
         waits: false,
+        acting: Acting::Fields(MEMBER),
         input: input::<args::Mailbox>,
         output: archive_out,
         run: archive_mail,
@@ -221,6 +280,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(&["current_project_handle", "handle"]),
         input: input::<args::ReadRecentArchive>,
         output: listing_out,
         run: read_recent_archive,
@@ -233,6 +293,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(&[]),
         input: input::<args::Nothing>,
         output: projects_out,
         run: get_projects,
@@ -245,6 +306,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(&[]),
         input: input::<args::GetRoster>,
         output: roster_out,
         run: get_roster,
@@ -257,6 +319,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(&[]),
         input: input::<args::Mailbox>,
         output: context_out,
         run: get_member_context,
@@ -269,6 +332,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(&[]),
         input: input::<args::ResolveHandle>,
         output: resolve_out,
         run: resolve_handle_candidates,
@@ -281,6 +345,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: false,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(&[]),
         input: input::<args::InitMail>,
         output: init_out,
         run: init_mail,
@@ -293,6 +358,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: false,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(&["project_handle", "handle", "sender"]),
         input: input::<args::HandoverSelf>,
         output: sent_out,
         run: handover_self,
@@ -305,6 +371,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(MEMBER),
         input: input::<args::Mailbox>,
         output: listing_out,
         run: get_outbox,
@@ -317,6 +384,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: false,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(MEMBER),
         input: input::<args::ReplyMail>,
         output: sent_out,
         run: reply_mail,
@@ -329,6 +397,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(MEMBER),
         input: input::<args::MarkDone>,
         output: done_out,
         run: mark_done,
@@ -341,6 +410,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: false,
         lifecycle: false,
         waits: false,
+        acting: Acting::InProject,
         input: input::<args::Broadcast>,
         output: sent_out,
         run: broadcast,
@@ -353,6 +423,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: false,
         waits: false,
+        acting: Acting::InProject,
         input: input::<args::RetractBroadcast>,
         output: retract_out,
         run: retract_broadcast,
@@ -365,6 +436,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: false,
         lifecycle: false,
         waits: false,
+        acting: Acting::InProject,
         input: input::<args::ChannelPost>,
         output: sent_out,
         run: channel_post,
@@ -377,6 +449,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: false,
         lifecycle: false,
         waits: false,
+        acting: Acting::InProject,
         input: input::<args::ChannelRead>,
         output: listing_out,
         run: channel_read,
@@ -389,18 +462,20 @@ pub static TOOLS: &[Spec] = &[
         idempotent: true,
         lifecycle: false,
         waits: false,
+        acting: Acting::Fields(MEMBER),
         input: input::<args::SearchMail>,
         output: listing_out,
         run: search_mail,
     },
     Spec {
         name: "wait_mail",
-        description: "Block until unread mail (or a reply to a message) is pending, up to timeout_seconds (default 60, at most 300); returns it without changing its state. Unread mail already pending returns at once, so handle what it returns (read_mail, reply_mail or mark_done) before waiting again. Nothing arriving is a timeout error. At most 8 waits run at once per server.",
+        description: "Block until unread mail (or a reply to a message) is pending, up to timeout_seconds (default 60, at most 300); returns it without changing its state. Unread mail already pending returns at once, so handle what it returns (read_mail, reply_mail or mark_done) before waiting again. Nothing arriving returns no messages, timed_out=true and a sentence saying so; a timeout over 300 is refused. At most 8 waits run at once per server.",
         read_only: true,
         destructive: false,
         idempotent: true,
         lifecycle: false,
         waits: true,
+        acting: Acting::Fields(MEMBER),
         input: input::<args::WaitMail>,
         output: listing_out,
         run: wait_mail,
@@ -452,6 +527,8 @@ fn listing_out() -> Value {
         "more": {"type": "integer"},
         "archived": {"type": "integer"},
         "damaged": {"type": "array"},
+        "timed_out": {"type": "boolean", "description": "wait_mail: true when nothing arrived within timeout_seconds."},
+        "note": {"type": "string", "description": "wait_mail: what a timeout waited for, in one sentence."},
     }))
 }
 
@@ -697,9 +774,18 @@ fn read_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::ReadMail = decode("read_mail", a)?;
     let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
     let limit = a.limit.unwrap_or(DEFAULT_READ_LIMIT);
-    let (inbox, archived) = t.mr.read_archiving(&me, Some(limit), !a.no_archive)?;
+    let (mut inbox, archived) = t.mr.read_archiving(&me, Some(limit), !a.no_archive)?;
     let mut structured = mailroom_json::inbox_json(&me, &inbox, UNTRUSTED_NOTICE);
     structured["archived"] = json!(archived);
+    if !a.no_archive {
+        // The structured states say what each copy was before this call; the text's hints
+        // speak of now, when the directed copies are archived and marking them done is moot.
+        for s in inbox.messages.iter_mut() {
+            if !s.message.is_channel_entry() {
+                s.state = State::Done;
+            }
+        }
+    }
     let text = framed(
         t,
         &me,
@@ -1089,8 +1175,8 @@ fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome> {
     let _slot = WaitSlot::take()?;
     let timeout = match a.timeout_seconds {
         None => DEFAULT_WAIT,
-        Some(s) if s.is_finite() && s >= 0.0 => {
-            Duration::from_secs_f64(s.min(MAX_WAIT.as_secs_f64()))
+        Some(s) if s.is_finite() && (0.0..=MAX_WAIT.as_secs_f64()).contains(&s) => {
+            Duration::from_secs_f64(s)
         }
         Some(s) => {
             return Err(Error::Invalid(format!(
@@ -1108,11 +1194,32 @@ fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome> {
         .wait(&me, &what, Some(Instant::now() + timeout), cancel)?
     {
         Waited::Arrived(found) => found,
-        Waited::TimedOut => return Err(what.timed_out(timeout)),
+        // Nothing arriving is an answer, not a failure: the model waits again or moves on.
+        Waited::TimedOut => {
+            let said = match what.timed_out(timeout) {
+                Error::Timeout(said) => said,
+                other => other.to_string(),
+            };
+            let mut chars = said.chars();
+            let text: String = chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).chain(['.']).collect())
+                .unwrap_or_default();
+            return Ok(Outcome {
+                structured: json!({
+                    "messages": [],
+                    "timed_out": true,
+                    "note": text,
+                    "notice": UNTRUSTED_NOTICE,
+                }),
+                text,
+            });
+        }
         Waited::Cancelled => return Err(Error::Timeout("the wait was cancelled".into())),
     };
     let structured = json!({
         "messages": found.iter().map(mailroom_json::stored_json).collect::<Vec<_>>(),
+        "timed_out": false,
         "notice": UNTRUSTED_NOTICE,
     });
     let text = framed(

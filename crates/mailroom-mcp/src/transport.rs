@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestMethod, CallToolRequestParams, ClientRequest, JsonObject, JsonRpcMessage,
-    JsonRpcRequest, JsonRpcVersion2_0, Request, RequestId,
+    JsonRpcRequest, JsonRpcVersion2_0, NumberOrString, Request, RequestId,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::{Value, json};
@@ -34,6 +34,27 @@ pub struct Lines<R, W> {
     /// Error answers of this transport's own, kept until the writer takes them (a dropped
     /// `receive` must not lose one).
     answers: Vec<String>,
+    /// Request ids rmcp cannot hold (integers past `i64`), each standing in as a string of
+    /// ours until its answer goes out with the id as the client wrote it.
+    big_ids: BigIds,
+}
+
+/// Integer ids over `i64::MAX` (JSON-RPC allows any number; rmcp keeps an `i64`), each under
+/// the stand-in string rmcp carries for it. A stand-in starts with a NUL, which no id a
+/// client writes in earnest does.
+#[derive(Debug, Default)]
+struct BigIds {
+    by_stand_in: std::collections::HashMap<String, u64>,
+    next: u64,
+}
+
+impl BigIds {
+    fn stand_in(&mut self, id: u64) -> String {
+        self.next += 1;
+        let s = format!("\u{0}{}", self.next);
+        self.by_stand_in.insert(s.clone(), id);
+        s
+    }
 }
 
 /// A line being read: its bytes so far, or the fact that it outgrew [`MAX_LINE`].
@@ -65,6 +86,7 @@ where
             })),
             line: Line::default(),
             answers: Vec::new(),
+            big_ids: BigIds::default(),
         }
     }
 
@@ -169,7 +191,7 @@ const KNOWN_METHODS: &[&str] = &[
 /// What one line is: a message for rmcp, or the error answering it. An answer carries the
 /// request's id wherever the line still shows it (JSON-RPC 2.0: null only when it cannot be
 /// determined).
-fn answer_to(line: &[u8]) -> Result<RxJsonRpcMessage<RoleServer>, Value> {
+fn answer_to(line: &[u8], big_ids: &mut BigIds) -> Result<RxJsonRpcMessage<RoleServer>, Value> {
     if let Some(call) = tool_call(line) {
         return Ok(call);
     }
@@ -207,13 +229,56 @@ fn answer_to(line: &[u8]) -> Result<RxJsonRpcMessage<RoleServer>, Value> {
                 &format!("parse error: {e}"),
             )),
             Ok(Value::Array(items)) => Err(refuse_batch(&items)),
-            Ok(v) => Err(error_line(
-                legible_id(v.get("id")),
-                -32600,
-                &format!("invalid request: {e}"),
-            )),
+            Ok(mut v) => {
+                let id = v.get("id").cloned();
+                if let Some(big) = id
+                    .as_ref()
+                    .and_then(Value::as_u64)
+                    .filter(|n| i64::try_from(*n).is_err())
+                {
+                    let stand_in = big_ids.stand_in(big);
+                    v["id"] = Value::String(stand_in.clone());
+                    let again = serde_json::to_vec(&v).map_err(|e| {
+                        error_line(json!(big), -32603, &format!("internal error: {e}"))
+                    })?;
+                    return match answer_to(&again, big_ids) {
+                        Ok(JsonRpcMessage::Request(r)) => Ok(JsonRpcMessage::Request(r)),
+                        // Only a request is answered: nothing will come back for the stand-in.
+                        other => {
+                            big_ids.by_stand_in.remove(&stand_in);
+                            other.map_err(|mut answer| {
+                                answer["id"] = json!(big);
+                                answer
+                            })
+                        }
+                    };
+                }
+                if let Some(answer) = params_not_an_object(&v) {
+                    return Err(answer);
+                }
+                Err(error_line(
+                    legible_id(v.get("id")),
+                    -32600,
+                    &format!("invalid request: {e}"),
+                ))
+            }
         },
     }
+}
+
+/// The answer to a request for a known method whose params are there but not an object (an
+/// array, a string): invalid params (-32602), as for params of the wrong shape.
+fn params_not_an_object(v: &Value) -> Option<Value> {
+    let method = v.get("method")?.as_str()?;
+    let params = v.get("params")?;
+    if !KNOWN_METHODS.contains(&method) || params.is_object() || params.is_null() {
+        return None;
+    }
+    Some(error_line(
+        legible_id(v.get("id")),
+        -32602,
+        &format!("invalid params for {method}: params must be an object, as MCP defines them"),
+    ))
 }
 
 /// A `tools/call` request in the plain shape clients send (`jsonrpc`, `id`, `method`, and
@@ -399,8 +464,24 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = self.writer.clone();
+        let id = match &item {
+            JsonRpcMessage::Response(r) => Some(&r.id),
+            JsonRpcMessage::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
+        let big = match id {
+            Some(NumberOrString::String(s)) => self.big_ids.by_stand_in.remove(s.as_ref()),
+            _ => None,
+        };
         async move {
-            let line = serde_json::to_string(&item).map_err(std::io::Error::other)?;
+            let line = match big {
+                None => serde_json::to_string(&item),
+                Some(big) => serde_json::to_value(&item).and_then(|mut v| {
+                    v["id"] = json!(big);
+                    serde_json::to_string(&v)
+                }),
+            }
+            .map_err(std::io::Error::other)?;
             write_line(&writer, line).await
         }
     }
@@ -427,7 +508,7 @@ where
                 if line.is_empty() {
                     continue;
                 }
-                match answer_to(line) {
+                match answer_to(line, &mut self.big_ids) {
                     Ok(message) => return Some(message),
                     Err(answer) => answer,
                 }

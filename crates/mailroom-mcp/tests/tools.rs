@@ -148,8 +148,11 @@ async fn tools_list_in_a_fixed_order_with_annotations_and_object_schemas() {
             t.name
         );
     }
-    // m_AI_l's input fields are there under its names.
-    let write = tools.iter().find(|t| t.name == "write_mail").unwrap();
+    // m_AI_l's input fields are there under its names (the sender's on an operator's server:
+    // a bound one implies them).
+    let any = connect(home.path(), None, ToolSet::All).await;
+    let any_tools = any.list_all_tools().await.unwrap();
+    let write = any_tools.iter().find(|t| t.name == "write_mail").unwrap();
     for field in [
         "project_handle",
         "sender",
@@ -284,6 +287,13 @@ async fn two_agents_converse_through_every_lifecycle_tool() {
     )
     .await;
     assert_eq!(cancel["recipients"][0]["state"], "cancelled");
+    assert_eq!(cancel["recipients"][0]["changed"], true);
+    let again = ok(&alice, "cancel_mail", json!({"id": cancel["id"]})).await;
+    assert_eq!(
+        again["recipients"],
+        json!([{"recipient": "bob@web", "state": "cancelled", "changed": false}]),
+        "a second cancel says it changed nothing"
+    );
 
     // reply_mail answers the correction; the waiting sender is woken by it.
     let pending = ok(&bob, "read_mail", json!({"no_archive": true})).await;
@@ -565,23 +575,197 @@ async fn refusals_are_tool_errors_with_kind_and_exit_code() {
         2,
     )
     .await;
-    let m = refused(
+    // Timeouts past the cap are refused as a negative one is, never quietly shortened.
+    for timeout in [json!(-1), json!(301), json!(1e9), json!("soon")] {
+        let m = refused(
+            &alice,
+            "wait_mail",
+            json!({"timeout_seconds": timeout}),
+            "invalid",
+            2,
+        )
+        .await;
+        assert!(m.contains("timeout_seconds"), "{timeout}: {m}");
+    }
+}
+
+#[tokio::test]
+async fn wait_mail_timing_out_is_an_answer_not_an_error() {
+    let home = tempfile::tempdir().unwrap();
+    let alice = connect(home.path(), Some("alice@web"), ToolSet::All).await;
+    let r = call(
         &alice,
         "wait_mail",
         json!({"from": "HUMAN", "timeout_seconds": 0.05}),
-        "timeout",
-        6,
     )
     .await;
-    assert!(m.contains("no mail from HUMAN arrived"), "{m}");
-    refused(
+    assert_eq!(r.is_error, Some(false), "{:?}", r.content);
+    assert_eq!(text(&r), "No mail from HUMAN arrived within 50ms.");
+    let v = r.structured_content.unwrap();
+    assert_eq!(v["messages"], json!([]));
+    assert_eq!(v["timed_out"], true);
+    // A timeout given as a string of digits is taken as the number it spells.
+    let v = ok(&alice, "wait_mail", json!({"timeout_seconds": "0"})).await;
+    assert_eq!(v["timed_out"], true, "{v}");
+}
+
+#[tokio::test]
+async fn a_count_written_as_a_string_is_taken_and_a_wrong_one_named() {
+    let home = tempfile::tempdir().unwrap();
+    let alice = connect(home.path(), Some("alice@web"), ToolSet::All).await;
+    let bob = connect(home.path(), Some("bob@web"), ToolSet::All).await;
+    for n in 0..3 {
+        ok(
+            &alice,
+            "write_mail",
+            json!({"recipient": "bob", "body": format!("note {n}")}),
+        )
+        .await;
+    }
+    let v = ok(&bob, "read_mail", json!({"limit": "2", "no_archive": true})).await;
+    assert_eq!(v["messages"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["more"], 1, "{v}");
+    for (limit, said) in [
+        (
+            json!("five"),
+            r#"the argument limit of read_mail is not valid: "five" is not a whole number such as 5"#,
+        ),
+        (
+            json!(-1),
+            "the argument limit of read_mail is not valid: -1 is not a count: write 0 or more",
+        ),
+        (
+            json!(true),
+            "the argument limit of read_mail is not valid: invalid type: boolean `true`, expected a whole number such as 5",
+        ),
+    ] {
+        let m = refused(&bob, "read_mail", json!({"limit": limit}), "invalid", 2).await;
+        assert_eq!(m, said);
+    }
+}
+
+#[tokio::test]
+async fn read_mail_that_archives_hints_no_mark_done() {
+    let home = tempfile::tempdir().unwrap();
+    let alice = connect(home.path(), Some("alice@web"), ToolSet::All).await;
+    let bob = connect(home.path(), Some("bob@web"), ToolSet::All).await;
+    ok(
         &alice,
-        "wait_mail",
-        json!({"timeout_seconds": -1}),
-        "invalid",
-        2,
+        "write_mail",
+        json!({"recipient": "bob", "body": "first"}),
     )
     .await;
+    ok(
+        &alice,
+        "write_mail",
+        json!({"recipient": "bob", "body": "second"}),
+    )
+    .await;
+    let archiving = text(&call(&bob, "read_mail", json!({"limit": 1})).await);
+    assert!(!archiving.contains("mark_done"), "{archiving}");
+    assert!(
+        archiving.contains("-> reply: reply_mail(id=")
+            && archiving.contains("(archived; no done step)"),
+        "{archiving}"
+    );
+    // Left pending, the message still has its done step.
+    let pending = text(&call(&bob, "read_mail", json!({"no_archive": true})).await);
+    assert!(pending.contains("| done: mark_done(ids=["), "{pending}");
+}
+
+#[tokio::test]
+async fn a_bound_server_lists_no_field_naming_who_acts() {
+    let home = tempfile::tempdir().unwrap();
+    const ACTING: [&str; 5] = [
+        "sender",
+        "handle",
+        "project_handle",
+        "sender_project_handle",
+        "current_project_handle",
+    ];
+    // (tool, acting fields each server lists)
+    let listed = async |identity: Option<&str>| -> Vec<(String, Vec<String>)> {
+        let c = connect(home.path(), identity, ToolSet::All).await;
+        c.list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|t| {
+                let none = serde_json::Map::new();
+                let props = t
+                    .input_schema
+                    .get("properties")
+                    .and_then(Value::as_object)
+                    .unwrap_or(&none);
+                let names: Vec<String> = ACTING
+                    .iter()
+                    .filter(|f| props.contains_key(**f))
+                    .map(|f| f.to_string())
+                    .collect();
+                let required = t
+                    .input_schema
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for r in &required {
+                    assert!(props.contains_key(r.as_str().unwrap()), "{}: {r}", t.name);
+                }
+                (!names.is_empty()).then(|| (t.name.to_string(), names))
+            })
+            .collect()
+    };
+    let owned = |rows: &[(&str, &[&str])]| -> Vec<(String, Vec<String>)> {
+        rows.iter()
+            .map(|(t, f)| (t.to_string(), f.iter().map(|f| f.to_string()).collect()))
+            .collect()
+    };
+    // What is left names a recipient's project, a project to list or join, or another member
+    // to look at: never the one acting.
+    assert_eq!(
+        listed(Some("alice@web")).await,
+        owned(&[
+            ("write_mail", &["project_handle"]),
+            ("get_roster", &["project_handle"]),
+            ("get_member_context", &["handle", "project_handle"]),
+            ("resolve_handle_candidates", &["current_project_handle"]),
+            ("init_mail", &["handle", "project_handle"]),
+        ])
+    );
+    // HUMAN has no project: its channel tools still say whose channels.
+    let human = listed(Some("HUMAN")).await;
+    assert!(
+        human.contains(&("broadcast".to_owned(), vec!["project_handle".to_owned()])),
+        "{human:?}"
+    );
+    // The operator's server names the acting member in every call.
+    let any = listed(None).await;
+    for tool in [
+        "read_mail",
+        "reply_mail",
+        "mark_done",
+        "wait_mail",
+        "channel_read",
+    ] {
+        assert!(
+            any.contains(&(
+                tool.to_owned(),
+                vec!["handle".to_owned(), "project_handle".to_owned()]
+            )),
+            "{tool}: {any:?}"
+        );
+    }
+    assert!(
+        any.contains(&(
+            "write_mail".to_owned(),
+            vec![
+                "sender".into(),
+                "project_handle".into(),
+                "sender_project_handle".into()
+            ]
+        )),
+        "{any:?}"
+    );
 }
 
 #[tokio::test]
@@ -881,8 +1065,8 @@ async fn errors_over_mcp_never_name_a_command_line_flag() {
         (
             &alice,
             "wait_mail",
-            json!({"timeout_seconds": 0}),
-            "timeout",
+            json!({"timeout_seconds": 301}),
+            "invalid",
         ),
         (
             &alice,
@@ -932,8 +1116,8 @@ async fn errors_over_mcp_never_name_a_command_line_flag() {
         (
             &op,
             "wait_mail",
-            json!({"project_handle": "web", "handle": "alice", "timeout_seconds": 0}),
-            "timeout",
+            json!({"project_handle": "web", "handle": "alice", "timeout_seconds": 301}),
+            "invalid",
         ),
         (
             &op,
@@ -973,7 +1157,6 @@ async fn errors_over_mcp_never_name_a_command_line_flag() {
         "act as alice@shop instead: handle=\"alice\", project_handle=\"shop\" (write_mail: sender=\"alice\", sender_project_handle=\"shop\")",
         "`archive_mail(project_handle=\"web\", handle=\"bob\")`",
         "`read_mail(no_archive=true, project_handle=\"web\", handle=\"bob\")`",
-        "`read_mail(no_archive=true, project_handle=\"web\", handle=\"alice\")`",
         "`channel_post(channel=\"rnu-42\", new=true, body=\"…\", project_handle=\"web\", handle=\"alice\")`",
     ] {
         assert!(all.contains(advice), "no error advises {advice}:\n{all}");

@@ -22,6 +22,24 @@ pub fn recipients(m: &Message) -> String {
 
 pub use mailroom_json::{MessageOut, damaged_json, message_json, stored_json};
 
+/// A document printed whole (`channel export`'s `mailbox.md`): exact when stdout is a file or
+/// a pipe, since it is data to keep; on a terminal, every line escaped as a body line is, so
+/// no escape sequence in an entry reaches the terminal raw.
+pub fn document(text: &str, terminal: bool) -> std::borrow::Cow<'_, str> {
+    if !terminal {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        // Writing into a String cannot fail.
+        let _ = mailroom_core::text::write_body_line(&mut out, line);
+    }
+    out.into()
+}
+
 /// Writes to stdout; a reader that went away (`mailroom inbox | head`) ends the process
 /// quietly instead of a panic, as a closed pipe ends other Unix tools.
 pub fn write_out(args: std::fmt::Arguments<'_>) {
@@ -183,5 +201,20 @@ pub fn table(rows: &[Vec<String>]) -> String {
 pub fn notices(notices: &[String]) {
     for n in notices {
         crate::errln!("note: {n}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::document;
+
+    #[test]
+    fn a_document_on_a_terminal_shows_controls_escaped_and_is_exact_elsewhere() {
+        let text = "# run\n\u{1b}]52;c;cm0=\u{7}\u{1b}]0;title\u{7}\u{1b}[2J\r\n\tok\n";
+        assert_eq!(document(text, false), text);
+        assert_eq!(
+            document(text, true),
+            "# run\n\\u{1b}]52;c;cm0=\\u{7}\\u{1b}]0;title\\u{7}\\u{1b}[2J\n\tok\n"
+        );
     }
 }

@@ -42,6 +42,9 @@ pub struct CancelReport {
     pub id: MessageId,
     /// Each recipient and the state its copy is in now.
     pub outcomes: Vec<(Address, State)>,
+    /// The recipients whose copy this call cancelled; a copy cancelled by an earlier call is
+    /// `Cancelled` in `outcomes` and absent here, so a second cancel reports that it did nothing.
+    pub cancelled_now: Vec<Address>,
 }
 
 /// A sent message with the state of each recipient's copy (`None`: no copy found).
@@ -167,7 +170,7 @@ impl Mailroom<'_> {
     pub fn cancel(&self, me: &Address, prefix: &str) -> Result<CancelReport> {
         let msg = self.sent_by_me(me, prefix, "cancel")?;
         let mut outcomes = Vec::new();
-        let mut cancelled_any = false;
+        let mut cancelled_now = Vec::new();
         for to in &msg.to {
             let moved = self
                 .store
@@ -175,7 +178,9 @@ impl Mailroom<'_> {
                 .first()
                 .copied()
                 .unwrap_or(false);
-            cancelled_any |= moved;
+            if moved {
+                cancelled_now.push(to.clone());
+            }
             let state = if moved {
                 State::Cancelled
             } else {
@@ -183,7 +188,7 @@ impl Mailroom<'_> {
             };
             outcomes.push((to.clone(), state));
         }
-        if !cancelled_any
+        if cancelled_now.is_empty()
             && let Some((to, state)) = outcomes.iter().find(|(_, s)| *s != State::Cancelled)
         {
             return Err(Error::NotCancellable {
@@ -195,6 +200,7 @@ impl Mailroom<'_> {
         Ok(CancelReport {
             id: msg.id,
             outcomes,
+            cancelled_now,
         })
     }
 

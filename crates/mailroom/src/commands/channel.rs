@@ -121,7 +121,8 @@ pub fn channel(ctx: &mut Ctx, action: ChannelAction) -> Result<()> {
             if ctx.json {
                 output::print_json(&json!({"channel": name, "mailbox_md": text}));
             } else {
-                crate::out!("{text}");
+                let terminal = std::io::IsTerminal::is_terminal(&std::io::stdout());
+                crate::out!("{}", output::document(&text, terminal));
             }
         }
         ChannelAction::Import { name, file } => {

@@ -15,8 +15,17 @@ use crate::context::{Ctx, Env};
 /// leaving room for the JSON around it and its escapes.
 pub(crate) const BUDGET: usize = 9_000;
 
-/// Largest hook input read from stdin.
-const MAX_INPUT: u64 = 1024 * 1024;
+/// Most of the hook input kept. A harness's payload can be big (a tool's whole output rides
+/// in it); the rest is read and dropped, so the harness never blocks writing it, and the mail
+/// is injected with the fields that came before the cut.
+const MAX_INPUT: usize = 64 * 1024 * 1024;
+
+/// How long the hook waits for the harness to close stdin. A harness that never does gets
+/// its mail anyway, read with what came by then.
+const INPUT_TIME: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The input's top-level fields the hook reads; every other field is skipped unparsed.
+const USED_FIELDS: &[&str] = &["cwd", "workspace_roots", "stop_hook_active", "loop_count"];
 
 pub fn run(cli: &Cli, env: &Env) {
     // Not even a bug may fail the session: a panic becomes the warning too.
@@ -248,23 +257,104 @@ fn checkout(dir: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// The harness's JSON on stdin; empty or absent input is an empty object.
+/// The harness's JSON on stdin, only [`USED_FIELDS`]; empty or absent input is an empty object.
+/// Read to its end within [`INPUT_TIME`], keeping at most [`MAX_INPUT`] bytes: input cut by
+/// either bound gives the fields read before the cut.
 fn read_input() -> Result<Value> {
     use std::io::IsTerminal;
+    use std::sync::mpsc;
     if std::io::stdin().is_terminal() {
         return Ok(json!({}));
     }
+    // A thread reads, so that stdin left open cannot hold the hook past its time: the thread
+    // is left blocked, and the process ends without it.
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Option<Vec<u8>>>>(4);
+    std::thread::spawn(move || {
+        let mut stdin = std::io::stdin().lock();
+        let mut chunk = vec![0; 256 * 1024];
+        loop {
+            let sent = match stdin.read(&mut chunk) {
+                Ok(0) => tx.send(Ok(None)),
+                Ok(n) => tx.send(Ok(Some(chunk[..n].to_vec()))),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => tx.send(Err(e)),
+            };
+            if sent.is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + INPUT_TIME;
     let mut buf = Vec::new();
-    std::io::stdin()
-        .take(MAX_INPUT)
-        .read_to_end(&mut buf)
-        .context("cannot read the hook input on stdin")?;
+    let mut whole = true;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Ok(Some(chunk))) => {
+                let room = MAX_INPUT - buf.len();
+                if chunk.len() > room {
+                    whole = false;
+                }
+                buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            Ok(Ok(None)) => break,
+            Ok(Err(e)) => return Err(e).context("cannot read the hook input on stdin"),
+            Err(_) => {
+                whole = false;
+                if buf.iter().all(u8::is_ascii_whitespace) {
+                    crate::errln!(
+                        "mailroom hook: warning: no hook input on stdin within {} s; going on without it",
+                        INPUT_TIME.as_secs()
+                    );
+                }
+                break;
+            }
+        }
+    }
     if buf.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
     }
-    let v: Value = serde_json::from_slice(&buf).context("the hook input on stdin is not JSON")?;
-    if !v.is_object() {
-        bail!("the hook input on stdin is not a JSON object");
+    used_fields(&buf, whole)
+}
+
+/// [`USED_FIELDS`] of the JSON object in `bytes`. When `whole` is false, `bytes` is the input's
+/// start: the fields before the cut are kept and the cut is no error.
+fn used_fields(bytes: &[u8], whole: bool) -> Result<Value> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Fields<'a>(&'a mut serde_json::Map<String, Value>);
+    impl<'de> DeserializeSeed<'de> for Fields<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_map(self)
+        }
     }
-    Ok(v)
+    impl<'de> Visitor<'de> for Fields<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                if USED_FIELDS.contains(&key.as_str()) {
+                    let value: Value = map.next_value()?;
+                    self.0.insert(key, value);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut fields = serde_json::Map::new();
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let read = Fields(&mut fields)
+        .deserialize(&mut de)
+        .and_then(|()| de.end());
+    match read {
+        Ok(()) => Ok(Value::Object(fields)),
+        Err(e) if e.is_data() => bail!("the hook input on stdin is not a JSON object"),
+        // A cut input ends mid-value: what was read before is what can be known.
+        Err(_) if !whole => Ok(Value::Object(fields)),
+        Err(e) => Err(e).context("the hook input on stdin is not JSON"),
+    }
 }

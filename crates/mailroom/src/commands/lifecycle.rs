@@ -181,7 +181,13 @@ pub fn cancel(ctx: &mut Ctx, id: &str) -> Result<()> {
     }
     for (to, state) in &report.outcomes {
         match state {
-            mailroom_core::State::Cancelled => crate::outln!("cancelled {} at {to}", report.id),
+            mailroom_core::State::Cancelled if report.cancelled_now.contains(to) => {
+                crate::outln!("cancelled {} at {to}", report.id)
+            }
+            mailroom_core::State::Cancelled => crate::outln!(
+                "{} was already cancelled at {to}; nothing changed",
+                report.id
+            ),
             other => crate::outln!(
                 "{to} has already {} {}; it stands",
                 if *other == mailroom_core::State::Done {

@@ -776,3 +776,65 @@ fn the_operators_inbox_is_framed_for_the_operator() {
         agent.stdout
     );
 }
+
+#[test]
+fn a_big_harness_payload_still_gets_the_mail_injected() {
+    let home = Home::new();
+    let cwd = repo(&home);
+    home.send("api", "web", "the schema changed");
+    // Claude Code's PostToolUse carries the tool's whole output: 5 MiB here, with the fields
+    // the hook reads on both sides of it.
+    let input = json!({
+        "session_id": "s-1",
+        "cwd": cwd,
+        "tool_response": "x".repeat(5 << 20),
+        "stop_hook_active": false,
+    });
+    let run = hook(&home, "SessionStart", input);
+    assert_eq!(run.stderr, "");
+    assert!(
+        context(&run).contains("the schema changed"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn stdin_left_open_still_ends_the_hook_with_the_mail() {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let home = Home::new();
+    let cwd = repo(&home);
+    home.send("api", "web", "still there?");
+    let mut child = Command::new(crate::support::BIN)
+        .env_remove("MAILROOM_AS")
+        .env_remove("MAILROOM_URL")
+        .env("MAILROOM_HOME", home.path())
+        .current_dir(home.root().join("work"))
+        .args(["hook", "claude", "SessionStart"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The input is written whole, and stdin is kept open until the test ends.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(json!({"cwd": cwd}).to_string().as_bytes())
+        .unwrap();
+    stdin.flush().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || drop(tx.send(child.wait_with_output())));
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the hook ends though stdin never closes")
+        .unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let text = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("still there?"), "{text}");
+}

@@ -86,10 +86,17 @@ fn cancel_withdraws_unread_mail_and_refuses_read_or_foreign_mail() {
     home.as_("bob", ["read", &read]).ok();
 
     let run = home.as_("alice", ["cancel", &unread]).ok();
+    // A second cancel is a no-op, as `done` of done mail is: exit 0, saying nothing changed.
+    let again = home.as_("alice", ["cancel", &unread]).ok();
     let v = home.as_("alice", ["--json", "cancel", &unread]).json();
     assert_snapshot!(
         "cancel_unread",
-        format!("{}{}", home.show(&run), home.redact_json(&v))
+        format!(
+            "{}{}{}",
+            home.show(&run),
+            home.show(&again),
+            home.redact_json(&v)
+        )
     );
     assert_eq!(
         (home.count("bob", "unread"), home.count("bob", "cancelled")),

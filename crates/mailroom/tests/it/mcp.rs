@@ -70,11 +70,14 @@ impl Mcp {
 
     /// The next line the server writes, within a bound.
     fn answer(&self) -> Value {
-        let line = self
-            .lines
+        serde_json::from_str(&self.answer_line()).unwrap()
+    }
+
+    /// The next line the server writes, as written, within a bound.
+    fn answer_line(&self) -> String {
+        self.lines
             .recv_timeout(Duration::from_secs(20))
-            .expect("the server answers within 20 s");
-        serde_json::from_str(&line).unwrap()
+            .expect("the server answers within 20 s")
     }
 
     fn request(&mut self, v: Value) -> Value {
@@ -134,6 +137,10 @@ fn mcp_garbage_is_answered_and_the_server_keeps_serving() {
         ("a string id, then bad syntax", raw(r#"{"jsonrpc":"2.0","id":"s-3","method":}"#), "-32700", json!("s-3")),
         ("arguments that are a string", raw(&json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "write_mail", "arguments": "bob"}}).to_string()), "-32602", json!(4)),
         ("arguments that are an array", raw(&json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call", "params": {"name": "write_mail", "arguments": ["bob", "x"]}}).to_string()), "-32602", json!(41)),
+        ("params that are an array", raw(r#"{"jsonrpc":"2.0","id":43,"method":"tools/call","params":[]}"#), "-32602", json!(43)),
+        ("params of a ping that are an array", raw(r#"{"jsonrpc":"2.0","id":44,"method":"ping","params":["x"]}"#), "-32602", json!(44)),
+        ("params of a listing that are a string", raw(r#"{"jsonrpc":"2.0","id":45,"method":"tools/list","params":"all"}"#), "-32602", json!(45)),
+        ("an id past i64 and an unknown tool", raw(r#"{"jsonrpc":"2.0","id":12345678901234567891,"method":"tools/call","params":{"name":"nope"}}"#), "-32602", json!(12345678901234567891u64)),
         ("a tool name that is a number", raw(&json!({"jsonrpc": "2.0", "id": 42, "method": "tools/call", "params": {"name": 7}}).to_string()), "-32602", json!(42)),
         ("a field of the wrong type", raw(&call(5, "write_mail", json!({"recipient": 5, "body": "x"}))), "invalid", json!(5)),
         ("a missing field", raw(&call(6, "write_mail", json!({"body": "x"}))), "invalid", json!(6)),
@@ -197,6 +204,16 @@ fn mcp_garbage_is_answered_and_the_server_keeps_serving() {
             "{batch}"
         );
     }
+    // JSON-RPC ids are any integer: one past i64 is answered with the id exactly as written.
+    mcp.send_line(r#"{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}"#);
+    let line = mcp.answer_line();
+    let a: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(a["result"], json!({}), "{line}");
+    assert!(line.contains(r#""id":12345678901234567890,"#), "{line}");
+    mcp.send_line(r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"tools/call","params":{"name":"get_projects"}}"#);
+    let a: Value = serde_json::from_str(&mcp.answer_line()).unwrap();
+    assert_eq!(a["id"], json!(u64::MAX), "{a}");
+    assert_eq!(a["result"]["isError"], false, "{a}");
     let sent = mcp.call(
         99,
         "write_mail",

@@ -165,3 +165,66 @@ fn a_hand_written_file_cannot_put_controls_or_lines_into_warnings() {
     let doctor = home.cmd(["doctor"]).run();
     assert_safe("doctor", &doctor.stdout, &[]);
 }
+
+/// What `mailroom ARGS` writes to a pseudo-terminal as its stdout, as `--as WHO`.
+fn on_a_terminal(home: &Home, who: &str, args: &[&str]) -> String {
+    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+    use std::io::Read as _;
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("open a pty");
+    grantpt(&master).expect("grantpt");
+    unlockpt(&master).expect("unlockpt");
+    let name = ptsname(&master, Vec::new()).expect("ptsname");
+    let slave = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(name.to_str().expect("a pty's name is UTF-8"))
+        .expect("open the pty's other end");
+    let mut child = std::process::Command::new(crate::support::BIN)
+        .env_remove("MAILROOM_URL")
+        .env("MAILROOM_HOME", home.path())
+        .current_dir(home.root().join("work"))
+        .arg("--as")
+        .arg(who)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(slave)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start mailroom");
+    let status = child.wait().expect("wait for mailroom");
+    assert!(status.success(), "{args:?}: {status}");
+    // The child has exited and holds the other end no more: reading ends with EIO (Linux) or
+    // end of file once what it wrote is read.
+    let mut master = std::fs::File::from(master);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match master.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8(out).expect("UTF-8 on the terminal")
+}
+
+#[test]
+fn channel_export_to_a_terminal_shows_escape_sequences_escaped() {
+    let home = Home::new();
+    let hostile = "clip\u{1b}]52;c;cm0gLXJmIC8=\u{7} title\u{1b}]0;pwned\u{7} clear\u{1b}[2J";
+    home.as_("api", ["channel", "post", "ops", "-m", hostile])
+        .ok();
+    let shown = on_a_terminal(&home, "api", &["channel", "export", "ops"]);
+    let raw: Vec<char> = shown
+        .chars()
+        .filter(|c| c.is_control() && !['\n', '\r', '\t'].contains(c))
+        .collect();
+    assert_eq!(
+        raw,
+        Vec::<char>::new(),
+        "raw controls on the terminal:\n{shown}"
+    );
+    assert!(shown.contains("\\u{1b}]52;c;"), "{shown}");
+    // Redirected, the export stays the exact document, to import elsewhere.
+    let exported = home.as_("api", ["channel", "export", "ops"]).ok().stdout;
+    assert!(exported.contains(hostile), "{exported}");
+}
