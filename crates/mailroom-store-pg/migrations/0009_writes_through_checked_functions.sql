@@ -57,6 +57,14 @@ CREATE FUNCTION mailroom_may_write_into(sender text, p text) RETURNS boolean
     AS $$ SELECT lower(sender) = 'human' OR split_part(lower(sender), '@', 2) = lower(p)
                  OR EXISTS (SELECT 1 FROM projects WHERE key = lower(p) AND policy <> 'roster') $$;
 
+-- Whether the mailbox `k` may send and be sent to: HUMAN, or an active member of its project
+-- (a send's rule: an inactive member neither sends nor is sent to, and a role adds no member).
+CREATE FUNCTION mailroom_active(k text) RETURNS boolean
+    LANGUAGE sql STABLE
+    AS $$ SELECT lower(k) = 'human' OR EXISTS (SELECT 1 FROM members
+                 WHERE project_key = split_part(lower(k), '@', 2)
+                   AND handle_key = split_part(lower(k), '@', 1) AND status = 'active') $$;
+
 -- Refuses, in the words a role's refusal is reported with.
 CREATE FUNCTION mailroom_refuse(what text) RETURNS void
     LANGUAGE plpgsql
@@ -66,9 +74,9 @@ BEGIN
 END
 $$;
 
--- A copy a role delivers is one as a send makes it: from one of its identities, to the
--- message's own recipients (and HUMAN for a hold request), each a member of a project the
--- sender may write into, under an id no other sender's copy has, dated now, at revision 1 and
+-- A copy a role delivers is one as a send makes it: from one of its identities, an active
+-- member of its project, to the message's own recipients (and HUMAN for a hold request), each
+-- an active member of a project the sender may write into, under an id no other sender's copy has, dated now, at revision 1 and
 -- never edited, starting a thread or replying in the thread of a message the role has. A
 -- keyed send's retry delivers its outbox trace as it was written.
 CREATE FUNCTION mailroom_check_delivery(
@@ -86,6 +94,9 @@ BEGIN
     IF p_sender_key IS DISTINCT FROM lower(p_sender) OR NOT mailroom_caller_is(p_sender_key) THEN
         PERFORM mailroom_refuse('a role sends only as its own identities');
     END IF;
+    IF NOT mailroom_active(p_sender_key) THEN
+        PERFORM mailroom_refuse('a role sends only as an active member of its project');
+    END IF;
     IF cardinality(p_keys) IS DISTINCT FROM cardinality(p_spelled) THEN
         PERFORM mailroom_refuse('each recipient needs its key and spelling');
     END IF;
@@ -99,9 +110,12 @@ BEGIN
             PERFORM mailroom_refuse('a copy goes only to the message''s own recipients');
         END IF;
         IF k <> 'human' THEN
+            -- A send goes to active members only; one copy (a correction, HUMAN's copy of a
+            -- hold request) to a member whatever its status since.
             IF NOT EXISTS (SELECT 1 FROM members WHERE project_key = split_part(k, '@', 2)
-                           AND handle_key = split_part(k, '@', 1)) THEN
-                PERFORM mailroom_refuse('a role sends only to mailboxes on their project''s roster');
+                           AND handle_key = split_part(k, '@', 1))
+               OR (p_trace AND NOT mailroom_active(k)) THEN
+                PERFORM mailroom_refuse('a role sends only to active members of a project''s roster');
             END IF;
             IF NOT mailroom_may_write_into(p_sender_key, split_part(k, '@', 2)) THEN
                 PERFORM mailroom_refuse('a roster project takes mail only from its own members and HUMAN');
@@ -288,8 +302,8 @@ $$;
 
 -- Appends an entry to a channel (listing the channel, counting the entry in its generation and
 -- waking a broadcast's waiters when `p_notify` names their channel); false when the channel
--- had the entry already. A role posts only as its own identity, into a project it may write
--- into, an entry as a post makes it: to no mailbox, starting its own thread, at revision 1,
+-- had the entry already. A role posts only as its own identity (an active member of its
+-- project), into a project it may write into, an entry as a post makes it: to no mailbox, starting its own thread, at revision 1,
 -- never edited, dated now (a keyed post's retry: as its outbox trace reads).
 CREATE FUNCTION mailroom_post(
     p_project      text,
@@ -316,6 +330,9 @@ BEGIN
     IF NOT mailroom_caller_exempt() THEN
         IF NOT mailroom_caller_is(p_sender) THEN
             PERFORM mailroom_refuse('a role posts only as its own identities');
+        END IF;
+        IF NOT mailroom_active(p_sender) THEN
+            PERFORM mailroom_refuse('a role posts only as an active member of its project');
         END IF;
         IF NOT EXISTS (SELECT 1 FROM projects WHERE key = p_project) THEN
             PERFORM mailroom_refuse('a role posts only into a project that exists');
@@ -486,6 +503,7 @@ BEGIN
     FOREACH f IN ARRAY ARRAY[
         'mailroom_caller()', 'mailroom_caller_exempt()', 'mailroom_caller_is(text)',
         'mailroom_caller_in(text)', 'mailroom_is_now(text)', 'mailroom_may_write_into(text, text)',
+        'mailroom_active(text)',
         'mailroom_refuse(text)',
         'mailroom_check_delivery(text[], text[], text, text, text, text[], text, text, text, text, bigint, text, text, boolean)',
         'mailroom_deliver(text[], text[], text[], text, text, text, text[], text, text, text, text, text, text, text, bigint, text, text, boolean)',

@@ -2007,6 +2007,13 @@ fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
         .json(),
     );
     let from_carol = h.send("carol@web", "bob@web", "from c");
+    h.as_("HUMAN", &["--project", "web", "roster", "add", "dave"])
+        .ok();
+    h.as_(
+        "HUMAN",
+        &["--project", "web", "roster", "deactivate", "dave"],
+    )
+    .ok();
     let bobs_broadcast = id_of(
         as_role(
             &bob_url,
@@ -2282,18 +2289,15 @@ fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
         ok_send.replace(", 1, NULL, NULL, true)", ", 4, NULL, NULL, true)"),
         "refused",
     );
-    expect(
-        &mut rows,
-        deliver(
-            "ARRAY['dave@web']",
-            "ARRAY['dave@web']",
-            fresh_id,
-            now_date,
-            "NULL",
-            fresh_id,
-        ),
-        "refused",
-    );
+    // An inactive member, and a handle on no roster (a send would add it).
+    for nobody in ["dave@web", "erin@web"] {
+        let to = format!("ARRAY['{nobody}']");
+        expect(
+            &mut rows,
+            deliver(&to, &to, fresh_id, now_date, "NULL", fresh_id),
+            "refused",
+        );
+    }
     expect(&mut rows, ok_send.clone(), "ok");
     expect(
         &mut rows,
