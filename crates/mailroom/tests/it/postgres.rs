@@ -2211,6 +2211,14 @@ fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
         "SELECT mailroom_claim_origin('bob@web', 'bob@web', '/elsewhere')".into(),
         "refused",
     );
+    // Her own mailbox's marks and count, through the same functions.
+    for own in [
+        "SELECT mailroom_count('alice@web', 'alice@web', 'x')",
+        "SELECT mailroom_mark_injected('alice@web', 'alice@web', 'g1')",
+        "SELECT mailroom_claim_origin('alice@web', 'alice@web', '/checkout')",
+    ] {
+        expect(&mut rows, own.into(), "ok");
+    }
     // 10: a copy only as a send makes it.
     expect(
         &mut rows,
@@ -2551,6 +2559,26 @@ fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
     .run();
     assert_eq!(waited.code, 0, "{}{}", waited.stdout, waited.stderr);
     assert!(waited.stdout.contains("got it"), "{}", waited.stdout);
+    // A hook as the role shows new mail once: its injection mark is written by the role.
+    let cwd = h.home.root().to_string_lossy().into_owned();
+    let hook = |event: &str| {
+        as_role(&bob_url, "bob@web", &["hook", "claude", event])
+            .stdin(json!({ "cwd": cwd }).to_string())
+            .ok()
+            .stdout
+    };
+    hook("SessionStart");
+    as_role(
+        &alice_url,
+        "alice@web",
+        &["send", "--to", "bob", "-m", "news for the hook"],
+    )
+    .ok();
+    assert!(
+        hook("UserPromptSubmit").contains("news for the hook"),
+        "the hook shows the new mail"
+    );
+    assert_eq!(hook("UserPromptSubmit"), "", "and only once");
     let bob_inbox = as_role(&bob_url, "bob@web", &["--json", "inbox"]).json();
     let bodies = bob_inbox.to_string();
     assert!(
