@@ -386,6 +386,10 @@ CREATE FUNCTION mailroom_retract(p_project text, p_channel_key text, p_id text) 
 DECLARE
     who text;
 BEGIN
+    -- Asked first, so that a role learns nothing of another project's channels.
+    IF NOT mailroom_caller_exempt() AND NOT mailroom_caller_in(p_project) THEN
+        PERFORM mailroom_refuse('a role retracts only in the projects it is in');
+    END IF;
     SELECT sender INTO who FROM entries
     WHERE project_key = p_project AND channel_key = p_channel_key AND id = p_id FOR UPDATE;
     IF NOT FOUND THEN

@@ -2170,6 +2170,11 @@ fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
         format!("SELECT mailroom_retract('web', 'general', '{alices_post}')"),
         "refused",
     );
+    expect(
+        &mut rows,
+        "SELECT mailroom_retract('secretp', 'all', '01KBFAKE0000000000000000AB')".into(),
+        "refused",
+    );
     // 9: counters and mailbox rows, channels.
     expect(
         &mut rows,
