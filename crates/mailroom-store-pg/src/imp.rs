@@ -37,11 +37,6 @@ pub(crate) const WAKE_LOCK: i32 = 1_835_100_524;
 /// How many slots a mailbox's delivery count and wake lock are split into (migration 0005).
 pub(crate) const SLOTS: i32 = 8;
 
-/// This connection's slot, 0 to `SLOTS - 1`, in SQL: the one it claimed, or a claim now
-/// (migration 0006), as `mailroom_deliver` takes it.
-const SLOT: &str =
-    "coalesce(nullif(current_setting('mailroom.slot', true), '')::integer, mailroom_slot())";
-
 pub(crate) fn broadcast_key(project: &Name) -> String {
     format!("#{BROADCAST}@{}", key(project))
 }
@@ -151,26 +146,9 @@ fn tsquery(query: &str) -> Option<String> {
 const COPY_COLS: &str = "id, state, sender, recipients, subject, body, kind, priority, date, reply_to, thread, revision, edited, channel";
 const ENTRY_COLS: &str = "id, retracted, sender, recipients, subject, body, kind, priority, date, reply_to, thread, revision, edited, channel";
 
-/// Puts one copy in place unless the mailbox has one of that id; the caller then counts the
-/// delivery with [`bump_mailbox`].
-fn insert_copy(
-    tx: &mut impl GenericClient,
-    recipient: &Address,
-    cols: &Cols<'_>,
-    id: &str,
-) -> std::result::Result<bool, postgres::Error> {
-    let mkey = mailbox_key(recipient);
-    let sql = format!(
-        "INSERT INTO copies (mailbox, id, state, {MSG_COLS}) VALUES ($1, $2, 'unread', {}) ON CONFLICT DO NOTHING",
-        msg_placeholders(3)
-    );
-    let mut params: Vec<Param<'_>> = vec![(&mkey, Type::TEXT), (&id, Type::TEXT)];
-    params.extend(cols.params());
-    Ok(tx.execute_typed(&sql, &params)? > 0)
-}
-
-/// Counts a delivery in the mailbox's change token (creating its row) and notifies its
-/// waiters, as `mailroom_deliver` does (migrations 0005 and 0006).
+/// Counts a change to the mailbox in its change token and wakes its waiters, as a delivery
+/// does (migration 0009: through `mailroom_count`, which a strict-mode role may run only for
+/// its own mailboxes).
 fn bump_mailbox(
     tx: &mut impl GenericClient,
     schema: &str,
@@ -179,15 +157,7 @@ fn bump_mailbox(
 ) -> std::result::Result<(), postgres::Error> {
     let channel = notify_channel(schema, mkey);
     tx.execute_typed(
-        &format!(
-            "WITH b AS (INSERT INTO mailboxes (key, address) VALUES ($1, $2) \
-             ON CONFLICT (key) DO NOTHING), \
-             c AS (INSERT INTO mailbox_counts AS c (key, slot, generation) \
-             VALUES ($1, {SLOT}, 1) \
-             ON CONFLICT (key, slot) DO UPDATE SET generation = c.generation + 1) \
-             SELECT pg_notify($3, '') WHERE NOT \
-             pg_try_advisory_xact_lock({WAKE_LOCK} + {SLOT}, hashtext($3))"
-        ),
+        "SELECT mailroom_count($1, $2, $3)",
         &[
             (&mkey, Type::TEXT),
             (&spelled, Type::TEXT),
@@ -463,26 +433,22 @@ const LOOKUP: &str = "SELECT 0 AS part, q.n, p.name, p.policy, p.created, \
      FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS q(p, h, n) \
      JOIN members m ON m.project_key = q.p AND m.handle_key = q.h";
 
-/// A send's writes (migration 0003): the recipients' keys, spellings and notification
-/// channels, the id, the sender's key, then the message's columns. Prepared once per connection.
+/// A send's writes (migrations 0003 and 0009): the recipients' keys, spellings and
+/// notification channels, the id, the sender's key, the message's columns, then whether to
+/// write the outbox trace too. Prepared once per connection.
 const DELIVER: &str = "SELECT mailroom_deliver($1, $2, $3, $4, $5, \
-     $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+     $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)";
 
-impl Mailboxes for PgStore {
-    fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool> {
-        let cols = Cols::of(message);
-        let id = message.id.to_string();
-        let (mkey, spelled) = (mailbox_key(recipient), recipient.to_string());
-        self.write("deliver a message", |tx| {
-            let new = insert_copy(tx, recipient, &cols, &id)?;
-            if new {
-                bump_mailbox(tx, &self.schema, &mkey, &spelled)?;
-            }
-            Ok(new)
-        })
-    }
-
-    fn deliver_all(&self, recipients: &[Address], message: &Message) -> Result<Delivery> {
+impl PgStore {
+    /// Runs `mailroom_deliver` (the only way a strict-mode role puts a copy in place): whether
+    /// each recipient got its copy now, in `recipients`' order.
+    fn call_deliver(
+        &self,
+        what: &str,
+        recipients: &[Address],
+        message: &Message,
+        trace: bool,
+    ) -> Result<Vec<bool>> {
         let cols = Cols::of(message);
         let id = message.id.to_string();
         let sender = mailbox_key(&message.from);
@@ -502,9 +468,10 @@ impl Mailboxes for PgStore {
             (&sender, Type::TEXT),
         ];
         params.extend(cols.params());
+        params.push((&trace, Type::BOOL));
         let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
         let values: Vec<_> = params.iter().map(|(v, _)| *v).collect();
-        let rows = self.write_prepared("confirm the send", DELIVER, &types, &values)?;
+        let rows = self.write_prepared(what, DELIVER, &types, &values)?;
         let fresh: Vec<bool> = match rows.first().map(|r| r.try_get(0)) {
             Some(Ok(fresh)) => fresh,
             _ => vec![],
@@ -514,12 +481,31 @@ impl Mailboxes for PgStore {
             return Err(Error::store(
                 format!("the PostgreSQL server at {}", self.shown),
                 crate::Msg(format!(
-                    "answered a send to {} recipients with {} delivery flags",
+                    "answered a delivery to {} recipients with {} delivery flags",
                     recipients.len(),
                     fresh.len()
                 )),
             ));
         }
+        Ok(fresh)
+    }
+}
+
+impl Mailboxes for PgStore {
+    fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool> {
+        // One copy without its trace (a correction, HUMAN's copy of a hold request): the
+        // caller records the trace it wants.
+        let fresh = self.call_deliver(
+            "deliver a message",
+            std::slice::from_ref(recipient),
+            message,
+            false,
+        )?;
+        Ok(fresh.first().copied().unwrap_or(false))
+    }
+
+    fn deliver_all(&self, recipients: &[Address], message: &Message) -> Result<Delivery> {
+        let fresh = self.call_deliver("confirm the send", recipients, message, true)?;
         Ok(Delivery {
             new: fresh,
             trace_error: None,
@@ -909,38 +895,22 @@ impl Channels for PgStore {
         let notify = channel
             .is_broadcast()
             .then(|| notify_channel(&self.schema, &broadcast_key(&channel.project)));
+        // The entry, the channel's listing and count, and the wake-up are one function
+        // (migration 0009), the only way a strict-mode role posts.
+        let sql = format!(
+            "SELECT mailroom_post($1, $2, $3, $4, {}, $17)",
+            msg_placeholders(5)
+        );
         self.write("post to a channel", |tx| {
-            let sql = format!(
-                "INSERT INTO entries (project_key, channel_key, id, {MSG_COLS}) VALUES ($1, $2, $3, {}) ON CONFLICT DO NOTHING",
-                msg_placeholders(4)
-            );
-            let mut params: Vec<Param<'_>> =
-                vec![(&p, Type::TEXT), (&c, Type::TEXT), (&id, Type::TEXT)];
+            let mut params: Vec<Param<'_>> = vec![
+                (&p, Type::TEXT),
+                (&c, Type::TEXT),
+                (&name, Type::TEXT),
+                (&id, Type::TEXT),
+            ];
             params.extend(cols.params());
-            if tx.execute_typed(&sql, &params)? == 0 {
-                // Make sure the channel is listed even when the entry was there already.
-                tx.execute_typed(
-                    "INSERT INTO channels (project_key, key, name) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                    &[(&p, Type::TEXT), (&c, Type::TEXT), (&name, Type::TEXT)],
-                )?;
-                return Ok(false);
-            }
-            tx.execute_typed(
-                "INSERT INTO channels (project_key, key, name, generation) VALUES ($1, $2, $3, 1) \
-                 ON CONFLICT (project_key, key) DO UPDATE SET generation = channels.generation + 1",
-                &[(&p, Type::TEXT), (&c, Type::TEXT), (&name, Type::TEXT)],
-            )?;
-            if let Some(n) = &notify {
-                tx.execute_typed(
-                    &format!(
-                        "SELECT pg_notify($1, '') \
-                         WHERE NOT pg_try_advisory_xact_lock(\
-                         {WAKE_LOCK} + {SLOT}, hashtext($1))"
-                    ),
-                    &[(n, Type::TEXT)],
-                )?;
-            }
-            Ok(true)
+            params.push((&notify, Type::TEXT));
+            Ok(tx.query_typed_one(&sql, &params)?.get::<_, bool>(0))
         })
     }
 
@@ -1008,13 +978,15 @@ impl Channels for PgStore {
 
     fn retract(&self, channel: &ChannelRef, id: MessageId) -> Result<bool> {
         let (p, c, id) = (key(&channel.project), key(&channel.name), id.to_string());
-        let n = self.write("retract an entry", |tx| {
-            tx.execute_typed(
-                "UPDATE entries SET retracted = true WHERE project_key = $1 AND channel_key = $2 AND id = $3 AND NOT retracted",
+        // Entries are append-only to a strict-mode role: the flag is set by mailroom's function
+        // (migration 0009), which checks whose broadcast it is.
+        let row = self.write("retract an entry", |tx| {
+            tx.query_typed_one(
+                "SELECT mailroom_retract($1, $2, $3)",
                 &[(&p, Type::TEXT), (&c, Type::TEXT), (&id, Type::TEXT)],
             )
         })?;
-        Ok(n > 0)
+        Ok(row.get(0))
     }
 
     fn channels(&self, project: &Name) -> Result<Vec<Name>> {
@@ -1110,10 +1082,10 @@ impl Sessions for PgStore {
     fn set_last_injected(&self, mailbox: &Address, token: &str) -> Result<()> {
         let m = mailbox_key(mailbox);
         let spelled = mailbox.to_string();
+        // Mailbox rows change only through mailroom's functions (migration 0009).
         self.write("save the injection mark", |tx| {
             tx.execute_typed(
-                "INSERT INTO mailboxes (key, address, injected) VALUES ($1, $2, $3) \
-                 ON CONFLICT (key) DO UPDATE SET injected = excluded.injected",
+                "SELECT mailroom_mark_injected($1, $2, $3)",
                 &[
                     (&m, Type::TEXT),
                     (&spelled, Type::TEXT),
@@ -1129,18 +1101,19 @@ impl Sessions for PgStore {
         let spelled = identity.to_string();
         // An identity has a mailbox once mail was delivered to it or sent by it (as in the
         // file store, where a send makes the sender's mailbox for its outbox): a sender that
-        // never received any has no `mailboxes` row yet, and gets one with its claim.
+        // never received any has no `mailboxes` row yet, and gets one with its claim
+        // (`mailroom_claim_origin`, migration 0009).
         let row = self.write("record the checkout of an identity", |tx| {
-            tx.query_typed_opt(
-                "INSERT INTO mailboxes (key, address, origin) SELECT $1, $3, $2 \
-                 WHERE EXISTS (SELECT 1 FROM mailboxes WHERE key = $1) \
-                    OR EXISTS (SELECT 1 FROM outbox WHERE sender_key = $1) \
-                 ON CONFLICT (key) DO UPDATE SET origin = coalesce(mailboxes.origin, EXCLUDED.origin) \
-                 RETURNING origin",
-                &[(&m, Type::TEXT), (&path, Type::TEXT), (&spelled, Type::TEXT)],
+            tx.query_typed_one(
+                "SELECT mailroom_claim_origin($1, $2, $3)",
+                &[
+                    (&m, Type::TEXT),
+                    (&spelled, Type::TEXT),
+                    (&path, Type::TEXT),
+                ],
             )
         })?;
-        Ok(match row.and_then(|r| r.get::<_, Option<String>>(0)) {
+        Ok(match row.get::<_, Option<String>>(0) {
             Some(first) if first != path => OriginClaim::Other(first),
             _ => OriginClaim::Same,
         })

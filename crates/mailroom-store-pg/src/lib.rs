@@ -21,6 +21,7 @@
 mod codec;
 mod imp;
 mod pgpass;
+mod role;
 pub mod testing;
 mod tls;
 mod watch;
@@ -45,6 +46,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0006_slot_per_connection.sql"),
     include_str!("../migrations/0007_revisions_of_own_unread_copies.sql"),
     include_str!("../migrations/0008_copies_as_sent.sql"),
+    include_str!("../migrations/0009_writes_through_checked_functions.sql"),
 ];
 
 /// The schema version this binary writes and reads.

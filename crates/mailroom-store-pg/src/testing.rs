@@ -107,6 +107,21 @@ impl TestDb {
         &self.schema
     }
 
+    /// A connection to the test server logged in as `role` (a strict-mode role the test
+    /// made), with the test schema as its search path, as an agent's psql would have.
+    ///
+    /// # Panics
+    /// When the role cannot log in.
+    #[allow(clippy::panic, reason = "test support")]
+    pub fn client_as(&self, role: &str) -> postgres::Client {
+        let mut config = self.admin.clone();
+        config.user(role);
+        config.options(&format!("-c search_path={}", self.schema));
+        config
+            .connect(NoTls)
+            .unwrap_or_else(|e| panic!("the role {role} cannot log in: {e}"))
+    }
+
     /// A connection to the test server as its administrator (for tests that look behind the
     /// store, cut connections or create roles).
     ///

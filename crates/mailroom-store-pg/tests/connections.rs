@@ -1380,8 +1380,15 @@ fn a_role_granted_before_the_counts_table_still_sends_after_the_upgrade() {
         ))
         .unwrap();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // The operator's mailroom upgrades the schema.
+        // The operator's mailroom upgrades the schema, and puts alice and bob on web's roster
+        // (since version 9 a role sends only as and to active members).
         let operator = PgStore::open(&db.url()).unwrap();
+        db.admin()
+            .batch_execute(&format!(
+                "INSERT INTO \"{s}\".projects VALUES ('web', 'web', 'open', '2026-01-01T00:00:00Z');
+                 INSERT INTO \"{s}\".members VALUES ('web', 'bob', 'bob', '', 'active', '2026-01-01T00:00:00Z', NULL), ('web', 'alice', 'alice', '', 'active', '2026-01-01T00:00:00Z', NULL);"
+            ))
+            .unwrap();
         let agent = PgStore::open(&db.url_as(&role)).unwrap();
         let bob = addr("bob@web");
         let mut last = operator.change_token(&bob).unwrap();
@@ -1421,7 +1428,9 @@ fn a_role_without_execute_is_told_the_grant_it_lacks() {
              GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA \"{s}\" TO \"{role}\";
              GRANT USAGE ON SEQUENCE \"{s}\".moves TO \"{role}\";
              INSERT INTO \"{s}\".identities (role, mailbox) VALUES ('{role}', 'alice@web');
-             REVOKE EXECUTE ON FUNCTION \"{s}\".mailroom_deliver(text[], text[], text[], text, text, text, text[], text, text, text, text, text, text, text, bigint, text, text) FROM PUBLIC;"
+             REVOKE EXECUTE ON FUNCTION \"{s}\".mailroom_deliver(text[], text[], text[], text, text, text, text[], text, text, text, text, text, text, text, bigint, text, text, boolean) FROM PUBLIC;
+             INSERT INTO \"{s}\".projects VALUES ('web', 'web', 'open', '2026-01-01T00:00:00Z');
+             INSERT INTO \"{s}\".members VALUES ('web', 'bob', 'bob', '', 'active', '2026-01-01T00:00:00Z', NULL), ('web', 'alice', 'alice', '', 'active', '2026-01-01T00:00:00Z', NULL);"
         ))
         .unwrap();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

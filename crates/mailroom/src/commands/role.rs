@@ -54,7 +54,6 @@ pub fn role(ctx: &mut Ctx, address: &str, name: Option<&str>) -> Result<()> {
         ))
         .into());
     }
-    // Names follow [A-Za-z0-9][A-Za-z0-9._-]*: safe inside double and single quotes.
     let schema = pg.schema();
     let db = pg.database();
     let key = address.to_string().to_ascii_lowercase();
@@ -69,13 +68,9 @@ pub fn role(ctx: &mut Ctx, address: &str, name: Option<&str>) -> Result<()> {
         "-- A PostgreSQL role that acts only as {address} in the mailroom at {url} (schema {schema}).
 -- Run it as the owner of mailroom's tables, e.g. psql URL -f FILE; then give the agent
 -- postgres://{role}@HOST:PORT/{db}{options} and a password (ALTER ROLE \"{role}\" PASSWORD '...').
-CREATE ROLE \"{role}\" LOGIN;
-GRANT CONNECT ON DATABASE \"{db}\" TO \"{role}\";
-GRANT USAGE ON SCHEMA \"{schema}\" TO \"{role}\";
-GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA \"{schema}\" TO \"{role}\";
-GRANT USAGE ON SEQUENCE \"{schema}\".moves TO \"{role}\";
-INSERT INTO \"{schema}\".identities (role, mailbox) VALUES ('{role}', '{key}') ON CONFLICT DO NOTHING;",
-        url = pg.url()
+{grants}",
+        url = pg.url(),
+        grants = pg.role_sql(&role, &key)
     );
     Ok(())
 }

@@ -1956,3 +1956,645 @@ fn doctor_on_postgres_finds_mail_off_the_roster_and_grants_to_missing_roles() {
     let inbox = h.as_("bob@web", &["inbox"]).ok();
     assert!(inbox.stdout.contains("hello"), "{}", inbox.stdout);
 }
+
+/// What a strict-mode role does, logged in as itself, to each table of mailroom's (and to
+/// another application's table in the same schema): the database refuses (42501) everything
+/// mailroom's own operations would not do, and what they do is allowed only for the role's own
+/// rows. Each statement runs in a transaction rolled back after it, so the table reads row by
+/// row; after it the CLI's whole flow still works as the role.
+#[test]
+fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
+    let Some(h) = PgHome::new("strict_attacks") else {
+        return;
+    };
+    for who in ["alice", "bob", "carol"] {
+        h.as_("HUMAN", &["--project", "web", "roster", "add", who])
+            .ok();
+    }
+    h.as_(
+        "HUMAN",
+        &["projects", "add", "secretp", "--policy", "roster"],
+    )
+    .ok();
+    h.as_("HUMAN", &["--project", "secretp", "roster", "add", "boss"])
+        .ok();
+    let schema = h.db.schema().to_owned();
+    // Another application's table, there before the role is made.
+    h.db.admin()
+        .batch_execute(&format!(
+            "CREATE TABLE \"{schema}\".app_notes (note text); INSERT INTO \"{schema}\".app_notes VALUES ('private')"
+        ))
+        .unwrap();
+    let mut roles = Roles::new(&h.db);
+    let (alice_role, alice_url) = roles.agent(&h, "alice");
+    let (_, bob_url) = roles.agent(&h, "bob");
+    let as_role = |url: &str, who: &str, args: &[&str]| as_role(&h, url, who, args);
+    let id_of = |v: Value| v["id"].as_str().unwrap().to_owned();
+    let to_bob = id_of(
+        as_role(
+            &alice_url,
+            "alice@web",
+            &["--json", "send", "--to", "bob", "-m", "hello b"],
+        )
+        .json(),
+    );
+    let to_alice = id_of(
+        as_role(
+            &bob_url,
+            "bob@web",
+            &["--json", "send", "--to", "alice", "-m", "hello a"],
+        )
+        .json(),
+    );
+    let from_carol = h.send("carol@web", "bob@web", "from c");
+    h.as_("HUMAN", &["--project", "web", "roster", "add", "dave"])
+        .ok();
+    h.as_(
+        "HUMAN",
+        &["--project", "web", "roster", "deactivate", "dave"],
+    )
+    .ok();
+    let bobs_broadcast = id_of(
+        as_role(
+            &bob_url,
+            "bob@web",
+            &["--json", "send", "--broadcast", "-m", "all hands"],
+        )
+        .json(),
+    );
+    let alices_post = id_of(
+        as_role(
+            &alice_url,
+            "alice@web",
+            &["--json", "channel", "post", "general", "-m", "status"],
+        )
+        .json(),
+    );
+
+    let mut alice = h.db.client_as(&alice_role);
+    let now_ns = "(extract(epoch FROM now()) * 1e9)::bigint";
+    let now_date = "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')";
+    let fresh_id = "01KBFAKE0000000000000000AA";
+    // A send through mailroom's delivery function, as alice, with one argument replaced.
+    let deliver = |keys: &str,
+                   recipients: &str,
+                   id: &str,
+                   date: &str,
+                   reply: &str,
+                   thread: &str| {
+        format!(
+            "SELECT mailroom_deliver({keys}, {keys}, {keys}, '{id}', 'alice@web', 'alice@web', \
+             {recipients}, 's', 'b', 'INFO', 'normal', {date}, {reply}, '{thread}', 1, NULL, NULL, true)"
+        )
+    };
+    let ok_send = deliver(
+        "ARRAY['bob@web']",
+        "ARRAY['bob@web']",
+        fresh_id,
+        now_date,
+        "NULL",
+        fresh_id,
+    );
+    let post = |project: &str, sender: &str| {
+        format!(
+            "SELECT mailroom_post('{project}', 'general', 'general', '{fresh_id}', '{sender}', '{{}}', \
+             's', 'b', 'INFO', 'normal', {now_date}, NULL, '{fresh_id}', 1, NULL, 'general@{project}', NULL)"
+        )
+    };
+    let tables = [
+        "mailroom_schema",
+        "identities",
+        "projects",
+        "members",
+        "mailboxes",
+        "mailbox_counts",
+        "copies",
+        "revisions",
+        "outbox",
+        "keys",
+        "channels",
+        "entries",
+        "seen",
+        "app_notes",
+    ];
+    let mut rows: Vec<(String, String)> = Vec::new();
+    // Every table × every statement: what is not the role's to do at all.
+    for t in tables {
+        let readable = t != "app_notes";
+        rows.push((
+            format!("SELECT count(*) FROM {t}"),
+            if readable { "rows" } else { "refused" }.into(),
+        ));
+        for sql in [format!("DELETE FROM {t}"), format!("TRUNCATE {t}")] {
+            rows.push((sql, "refused".into()));
+        }
+        let insertable = ["revisions", "outbox", "keys", "seen"].contains(&t);
+        if !insertable {
+            rows.push((format!("INSERT INTO {t} DEFAULT VALUES"), "refused".into()));
+        }
+        if !["copies", "outbox"].contains(&t) {
+            let col = match t {
+                "mailroom_schema" => "version = version",
+                "identities" => "mailbox = mailbox",
+                "projects" | "channels" => "name = name",
+                "members" => "status = status",
+                "mailboxes" | "mailbox_counts" => "generation = generation",
+                "app_notes" => "note = note",
+                _ => "id = id",
+            };
+            rows.push((format!("UPDATE {t} SET {col}"), "refused".into()));
+        }
+    }
+    let expect = |rows: &mut Vec<(String, String)>, sql: String, outcome: &str| {
+        rows.push((sql, outcome.to_owned()));
+    };
+    // 7: copies and entries into a roster project alice is not on, and as another sender.
+    expect(
+        &mut rows,
+        format!(
+            "INSERT INTO copies (mailbox, id, state, sender, recipients, subject, body, kind, priority, date, thread, revision) VALUES ('boss@secretp', '{fresh_id}', 'unread', 'alice@web', '{{boss@secretp}}', 's', 'b', 'INFO', 'normal', {now_date}, '{fresh_id}', 1)"
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        deliver(
+            "ARRAY['boss@secretp']",
+            "ARRAY['boss@secretp']",
+            fresh_id,
+            now_date,
+            "NULL",
+            fresh_id,
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!(
+            "INSERT INTO entries (project_key, channel_key, id, sender, recipients, subject, body, kind, priority, date, thread, revision) VALUES ('secretp', 'all', '{fresh_id}', 'alice@web', '{{}}', 's', 'b', 'INFO', 'normal', {now_date}, '{fresh_id}', 1)"
+        ),
+        "refused",
+    );
+    expect(&mut rows, post("secretp", "alice@web"), "refused");
+    expect(&mut rows, post("web", "bob@web"), "refused");
+    expect(
+        &mut rows,
+        ok_send.replace("'alice@web', 'alice@web'", "'bob@web', 'bob@web'"),
+        "refused",
+    );
+    // 8: entries are append-only; a retraction only of one's own broadcast, by the function.
+    expect(
+        &mut rows,
+        format!(
+            "UPDATE entries SET body = 'rewritten', date = '2001-01-01T00:00:00Z' WHERE id = '{bobs_broadcast}'"
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE entries SET body = 'rewritten' WHERE id = '{alices_post}'"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE entries SET retracted = true WHERE id = '{bobs_broadcast}'"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("SELECT mailroom_retract('web', 'all', '{bobs_broadcast}')"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("SELECT mailroom_retract('web', 'general', '{alices_post}')"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "SELECT mailroom_retract('secretp', 'all', '01KBFAKE0000000000000000AB')".into(),
+        "refused",
+    );
+    // 9: counters and mailbox rows, channels.
+    expect(
+        &mut rows,
+        "UPDATE mailbox_counts SET generation = generation - 1 WHERE key = 'bob@web'".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "UPDATE mailboxes SET key = 'x@web', address = 'x@web' WHERE key = 'bob@web'".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "UPDATE mailboxes SET generation = 0".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "INSERT INTO mailbox_counts VALUES ('bob@web', 9, -100)".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "UPDATE channels SET name = 'ALL', generation = 0 WHERE key = 'all'".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "SELECT mailroom_count('bob@web', 'bob@web', 'x')".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "SELECT mailroom_mark_injected('bob@web', 'bob@web', 'g0')".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "SELECT mailroom_claim_origin('bob@web', 'bob@web', '/elsewhere')".into(),
+        "refused",
+    );
+    // Her own mailbox's marks and count, through the same functions.
+    for own in [
+        "SELECT mailroom_count('alice@web', 'alice@web', 'x')",
+        "SELECT mailroom_mark_injected('alice@web', 'alice@web', 'g1')",
+        "SELECT mailroom_claim_origin('alice@web', 'alice@web', '/checkout')",
+    ] {
+        expect(&mut rows, own.into(), "ok");
+    }
+    // 10: a copy only as a send makes it.
+    expect(
+        &mut rows,
+        deliver(
+            "ARRAY['bob@web']",
+            "ARRAY['HUMAN', 'carol@web']",
+            fresh_id,
+            now_date,
+            "NULL",
+            fresh_id,
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        deliver(
+            "ARRAY['bob@web']",
+            "ARRAY['bob@web', 'carol@web']",
+            fresh_id,
+            now_date,
+            "NULL",
+            fresh_id,
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        deliver(
+            "ARRAY['bob@web']",
+            "ARRAY['bob@web']",
+            fresh_id,
+            now_date,
+            &format!("'{from_carol}'"),
+            &from_carol,
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        deliver(
+            "ARRAY['bob@web']",
+            "ARRAY['bob@web']",
+            fresh_id,
+            now_date,
+            "NULL",
+            &from_carol,
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        deliver(
+            "ARRAY['bob@web']",
+            "ARRAY['bob@web']",
+            fresh_id,
+            "'2100-01-01T00:00:00Z'",
+            "NULL",
+            fresh_id,
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        deliver(
+            "ARRAY['bob@web']",
+            "ARRAY['bob@web']",
+            &from_carol,
+            now_date,
+            "NULL",
+            &from_carol,
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        ok_send.replace(", 1, NULL, NULL, true)", ", 4, NULL, NULL, true)"),
+        "refused",
+    );
+    // An inactive member, and a handle on no roster (a send would add it).
+    for nobody in ["dave@web", "erin@web"] {
+        let to = format!("ARRAY['{nobody}']");
+        expect(
+            &mut rows,
+            deliver(&to, &to, fresh_id, now_date, "NULL", fresh_id),
+            "refused",
+        );
+    }
+    expect(&mut rows, ok_send.clone(), "ok");
+    expect(
+        &mut rows,
+        deliver(
+            "ARRAY['bob@web']",
+            "ARRAY['bob@web']",
+            fresh_id,
+            now_date,
+            &format!("'{to_alice}'"),
+            &to_alice,
+        ),
+        "ok",
+    );
+    // A copy in alice's own mailbox: she moves it, and changes nothing else.
+    let mine = format!("WHERE mailbox = 'alice@web' AND id = '{to_alice}'");
+    expect(
+        &mut rows,
+        format!(
+            "UPDATE copies SET state = 'read', moved = nextval('moves'), moved_ns = {now_ns} {mine}"
+        ),
+        "1 row",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE copies SET channel = 'general@web' {mine}"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE copies SET moved = 1 {mine}"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE copies SET moved_ns = 0 {mine}"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE copies SET revision = 7, edited = {now_date} {mine}"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE copies SET body = 'not what bob wrote' {mine}"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE copies SET state = 'cancelled', moved_ns = {now_ns} {mine}"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE copies SET state = 'read', moved_ns = 4102444800000000000 {mine}"),
+        "refused",
+    );
+    // Alice's unread copy in bob's mailbox: she cancels it, or edits it keeping the revision.
+    let sent = format!("WHERE mailbox = 'bob@web' AND id = '{to_bob}'");
+    expect(
+        &mut rows,
+        format!(
+            "UPDATE copies SET state = 'cancelled', moved = nextval('moves'), moved_ns = {now_ns} {sent}"
+        ),
+        "1 row",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE copies SET state = 'read', moved_ns = {now_ns} {sent}"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!(
+            "UPDATE copies SET body = 'silently rewritten', revision = 2, edited = {now_date} {sent}"
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!(
+            "INSERT INTO revisions SELECT mailbox, id, revision, sender, recipients, subject, body, kind, priority, date, reply_to, thread, edited, channel FROM copies {sent}; UPDATE copies SET body = 'edited', revision = 2, edited = {now_date} {sent}"
+        ),
+        "1 row",
+    );
+    // Carol's copy in bob's mailbox is not alice's to see or touch.
+    expect(
+        &mut rows,
+        format!("UPDATE copies SET state = 'done' WHERE id = '{from_carol}'"),
+        "0 rows",
+    );
+    // Outbox traces, keys and seen marks: her own, as her operations write them.
+    expect(
+        &mut rows,
+        format!("UPDATE outbox SET date = '2001-01-01T00:00:00Z' WHERE id = '{to_bob}'"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE outbox SET thread = '{from_carol}' WHERE id = '{to_bob}'"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!(
+            "INSERT INTO outbox (sender_key, id, sender, recipients, subject, body, kind, priority, date, thread, revision) VALUES ('alice@web', '{fresh_id}', 'alice@web', '{{bob@web}}', 's', 'b', 'INFO', 'normal', '2100-01-01T00:00:00Z', '{fresh_id}', 1)"
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!(
+            "INSERT INTO outbox (sender_key, id, sender, recipients, subject, body, kind, priority, date, thread, revision) VALUES ('bob@web', '{fresh_id}', 'bob@web', '{{alice@web}}', 's', 'b', 'INFO', 'normal', {now_date}, '{fresh_id}', 1)"
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("INSERT INTO keys VALUES ('bob@web', 'k', '{fresh_id}')"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("INSERT INTO keys VALUES ('alice@web', 'k', '{fresh_id}')"),
+        "1 row",
+    );
+    expect(
+        &mut rows,
+        format!("UPDATE keys SET id = '{fresh_id}'"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("INSERT INTO seen VALUES ('web', 'all', 'bob', '{bobs_broadcast}')"),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("INSERT INTO seen VALUES ('web', 'all', 'alice', '{bobs_broadcast}')"),
+        "1 row",
+    );
+    expect(
+        &mut rows,
+        format!(
+            "INSERT INTO revisions SELECT mailbox, id, revision, sender, recipients, subject, body, kind, priority, date, reply_to, thread, edited, channel FROM copies WHERE id = '{to_alice}'"
+        ),
+        "refused",
+    );
+    // The CLI's refusals, replayed: roster and projects, acting as another, HUMAN.
+    expect(&mut rows, "INSERT INTO members VALUES ('web', 'mallory', 'mallory', '', 'active', '2026-01-01T00:00:00Z', NULL)".into(), "refused");
+    expect(
+        &mut rows,
+        "UPDATE projects SET policy = 'open' WHERE key = 'secretp'".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        format!("INSERT INTO identities VALUES ('{alice_role}', 'bob@web')"),
+        "refused",
+    );
+    expect(&mut rows, "SELECT note FROM app_notes".into(), "refused");
+    expect(
+        &mut rows,
+        "INSERT INTO app_notes VALUES ('planted')".into(),
+        "refused",
+    );
+
+    let mut mismatches = Vec::new();
+    for (sql, want) in &rows {
+        let mut tx = alice.transaction().unwrap();
+        // The rows the last statement changed.
+        let mut outcome = Ok(0);
+        for statement in sql.split("; ") {
+            outcome = tx.execute(statement, &[]);
+            if outcome.is_err() {
+                break;
+            }
+        }
+        let got = match outcome {
+            Err(e) if e.code().map(|c| c.code()) == Some("42501") => "refused".to_owned(),
+            Err(e) => format!("failed: {e}"),
+            Ok(_) if sql.starts_with("SELECT") => "rows".to_owned(),
+            Ok(n) => format!("{n} row{}", if n == 1 { "" } else { "s" }),
+        };
+        drop(tx);
+        let want = match want.as_str() {
+            "ok" => "rows",
+            w => w,
+        };
+        if got != want {
+            mismatches.push(format!("{sql}\n  want {want}, got {got}"));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} statements:\n{}",
+        mismatches.len(),
+        rows.len(),
+        mismatches.join("\n")
+    );
+    let carols: i64 = alice
+        .query_one("SELECT count(*) FROM copies WHERE id = $1", &[&from_carol])
+        .unwrap()
+        .get(0);
+    assert_eq!(carols, 0, "carol's mail to bob is not alice's to see");
+    drop(alice);
+
+    // Nothing of it stayed, and the whole flow still works as the roles.
+    let bob_inbox = as_role(&bob_url, "bob@web", &["--json", "inbox"]).json();
+    assert!(bob_inbox.to_string().contains("hello b"), "{bob_inbox}");
+    as_role(&bob_url, "bob@web", &["read", &to_bob]).ok();
+    as_role(&bob_url, "bob@web", &["reply", &to_bob, "-m", "got it"]).ok();
+    let draft = id_of(
+        as_role(
+            &alice_url,
+            "alice@web",
+            &["--json", "send", "--to", "bob", "-m", "draft"],
+        )
+        .json(),
+    );
+    as_role(
+        &alice_url,
+        "alice@web",
+        &["edit", &draft, "--message", "final"],
+    )
+    .ok();
+    let dropped = id_of(
+        as_role(
+            &alice_url,
+            "alice@web",
+            &["--json", "send", "--to", "bob", "-m", "never mind"],
+        )
+        .json(),
+    );
+    as_role(&alice_url, "alice@web", &["cancel", &dropped]).ok();
+    let refused = as_role(&alice_url, "alice@web", &["retract", &alices_post]).run();
+    assert_ne!(refused.code, 0, "a channel's entries are never retracted");
+    as_role(&bob_url, "bob@web", &["retract", &bobs_broadcast]).ok();
+    let channel = as_role(
+        &bob_url,
+        "bob@web",
+        &["--json", "channel", "read", "general"],
+    )
+    .json();
+    assert!(channel.to_string().contains("status"), "{channel}");
+    let waited = as_role(
+        &alice_url,
+        "alice@web",
+        &["--json", "wait", "--reply-to", &to_bob, "--timeout", "5"],
+    )
+    .run();
+    assert_eq!(waited.code, 0, "{}{}", waited.stdout, waited.stderr);
+    assert!(waited.stdout.contains("got it"), "{}", waited.stdout);
+    // A hook as the role shows new mail once: its injection mark is written by the role.
+    let cwd = h.home.root().to_string_lossy().into_owned();
+    let hook = |event: &str| {
+        as_role(&bob_url, "bob@web", &["hook", "claude", event])
+            .stdin(json!({ "cwd": cwd }).to_string())
+            .ok()
+            .stdout
+    };
+    hook("SessionStart");
+    as_role(
+        &alice_url,
+        "alice@web",
+        &["send", "--to", "bob", "-m", "news for the hook"],
+    )
+    .ok();
+    assert!(
+        hook("UserPromptSubmit").contains("news for the hook"),
+        "the hook shows the new mail"
+    );
+    assert_eq!(hook("UserPromptSubmit"), "", "and only once");
+    let bob_inbox = as_role(&bob_url, "bob@web", &["--json", "inbox"]).json();
+    let bodies = bob_inbox.to_string();
+    assert!(
+        bodies.contains("final") && !bodies.contains("never mind"),
+        "{bob_inbox}"
+    );
+    let healthy = h.as_("HUMAN", &["doctor"]).ok();
+    assert!(
+        healthy.stdout.ends_with(": healthy\n"),
+        "{}",
+        healthy.stdout
+    );
+    drop(roles);
+}
