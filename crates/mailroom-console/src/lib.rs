@@ -34,7 +34,7 @@ struct Inner {
     human: Address,
     secret: Secret,
     port: u16,
-    stop: live::Stop,
+    hub: live::Hub,
 }
 
 impl Console {
@@ -50,7 +50,7 @@ impl Console {
                 human: Address::human(),
                 secret,
                 port,
-                stop: live::Stop::default(),
+                hub: live::Hub::default(),
             }),
         }
     }
@@ -141,12 +141,12 @@ pub async fn serve(
     console: Console,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let stop = console.inner.stop.clone();
+    let hub = console.inner.hub.clone();
     axum::serve(listener, router(console))
         .with_graceful_shutdown(async move {
             shutdown.await;
             // Open event streams end now, or a graceful shutdown would wait for them forever.
-            stop.stop();
+            hub.stop();
         })
         .await
 }

@@ -210,6 +210,14 @@ impl Failure {
         }
     }
 
+    /// The server cannot take this request now (too many open streams, stopping).
+    pub fn unavailable(message: impl Into<String>) -> Failure {
+        Failure {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: message.into(),
+        }
+    }
+
     pub fn forbidden(message: impl Into<String>) -> Failure {
         Failure {
             status: StatusCode::FORBIDDEN,

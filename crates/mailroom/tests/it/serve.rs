@@ -502,3 +502,89 @@ fn serve_writes_out_control_and_reordering_characters() {
         }
     }
 }
+
+/// Opens `GET /events` as an admitted page and reads the answer's status line.
+fn open_events(c: &Console) -> (u16, std::io::Lines<BufReader<TcpStream>>) {
+    let mut s = TcpStream::connect(("127.0.0.1", c.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(
+        s,
+        "GET /events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\nConnection: close\r\n\r\n",
+        c.host(),
+        c.cookie()
+    )
+    .unwrap();
+    let mut lines = BufReader::new(s).lines();
+    let status = lines.next().unwrap().unwrap();
+    let code = status.split(' ').nth(1).unwrap().parse().unwrap();
+    (code, lines)
+}
+
+/// Reads an event stream until the event announcing `id`.
+fn until_announced(lines: &mut std::io::Lines<BufReader<TcpStream>>, id: &str) {
+    let wanted = format!("data: {id} ");
+    for line in lines.by_ref() {
+        if line.unwrap().starts_with(&wanted) {
+            return;
+        }
+    }
+    panic!("the stream ended before announcing {id}");
+}
+
+/// How many inotify instances a process holds.
+fn inotify_instances(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.to_str() == Some("anon_inode:inotify"))
+        .count()
+}
+
+/// Each open page once held an inotify instance of its own: 130 pages used up the user's 128,
+/// and then every `mailroom wait` of that user failed with "Too many open files". Now the
+/// server keeps one watch for all pages, admits at most 32 streams (503 beyond), and one send
+/// wakes every open page.
+#[test]
+fn serve_event_streams_share_one_watch_and_leave_inotify_to_other_programs() {
+    let home = Home::new();
+    let first = hold_request(&home, "deploy first", "one");
+    let c = Console::start(&home);
+    let mut open = Vec::new();
+    let mut refused = 0;
+    for _ in 0..130 {
+        let (status, mut lines) = open_events(&c);
+        match status {
+            200 => {
+                until_announced(&mut lines, &first);
+                open.push(lines);
+            }
+            503 => refused += 1,
+            other => panic!("GET /events answered {other}"),
+        }
+    }
+    assert_eq!((open.len(), refused), (32, 98));
+    if cfg!(target_os = "linux") {
+        assert_eq!(inotify_instances(c.child.id()), 1, "one watch for 32 pages");
+    }
+    let waiter = Command::new(BIN)
+        .env("MAILROOM_HOME", home.path())
+        .env_remove("MAILROOM_AS")
+        .args(["--as", "bob@proj", "--json", "wait", "--timeout", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let to_bob = home.send("alice@proj", "bob@proj", "still there?");
+    let out = waiter.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&to_bob));
+    let second = hold_request(&home, "deploy second", "two");
+    for lines in &mut open {
+        until_announced(lines, &second);
+    }
+}
