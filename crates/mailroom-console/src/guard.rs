@@ -111,9 +111,26 @@ enum Verdict {
 
 fn check(console: &Console, request: &Request) -> Verdict {
     let headers = request.headers();
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
-        return Verdict::Refuse(StatusCode::BAD_REQUEST, "the request has no Host header.");
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let (Some(host), None) = (hosts.next(), hosts.next()) else {
+        return Verdict::Refuse(
+            StatusCode::BAD_REQUEST,
+            "the request needs exactly one Host header.",
+        );
     };
+    let Ok(host) = host.to_str() else {
+        return Verdict::Refuse(StatusCode::BAD_REQUEST, "the request's Host is not text.");
+    };
+    // An absolute-form target (`GET http://other/ HTTP/1.1`) names the host HTTP says counts:
+    // it must be the Host checked below.
+    if let Some(authority) = request.uri().authority()
+        && !authority.as_str().eq_ignore_ascii_case(host)
+    {
+        return Verdict::Refuse(
+            StatusCode::BAD_REQUEST,
+            "the request's target names another host than its Host header.",
+        );
+    }
     if !host_allowed(host, console.inner.port) {
         return Verdict::Refuse(
             StatusCode::MISDIRECTED_REQUEST,
