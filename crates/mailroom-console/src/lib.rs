@@ -112,6 +112,7 @@ pub fn router(console: Console) -> Router {
         .route("/projects", get(pages::projects))
         .route("/channels", get(pages::channels))
         .route("/channel/{project}/{name}", get(pages::channel))
+        .route("/channel/{project}/{name}/{id}", get(pages::entry))
         .route("/thread/{id}", get(pages::thread))
         .route("/m/{id}", get(pages::message))
         .route("/search", get(pages::search))

@@ -157,10 +157,29 @@ pub fn body(s: &str) -> String {
         .join("\n")
 }
 
-/// A message's subject and body as inert text: the body keeps its line breaks through CSS.
-pub fn content(m: &Message) -> Markup {
+/// The page of one message in HUMAN's mailbox or outbox.
+pub fn message_page(id: MessageId) -> String {
+    format!("/m/{id}")
+}
+
+/// The page of one channel entry (a message without a channel: its page in HUMAN's mailbox).
+pub fn entry_page(m: &Message) -> String {
+    match &m.channel {
+        Some(c) => format!(
+            "/channel/{}/{}/{}",
+            c.project.as_str(),
+            c.name.as_str(),
+            m.id
+        ),
+        None => message_page(m.id),
+    }
+}
+
+/// A message's subject and body as inert text, the subject linking to `page`, the message's
+/// own page: the body keeps its line breaks through CSS.
+pub fn content(m: &Message, page: &str) -> Markup {
     html! {
-        h3.subject { a href={ "/m/" (m.id) } { (line(&m.subject)) } }
+        h3.subject { a href=(page) { (line(&m.subject)) } }
         div.body { (body(&m.body)) }
     }
 }
@@ -214,6 +233,13 @@ impl Failure {
     pub fn unavailable(message: impl Into<String>) -> Failure {
         Failure {
             status: StatusCode::SERVICE_UNAVAILABLE,
+            message: message.into(),
+        }
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Failure {
+        Failure {
+            status: StatusCode::NOT_FOUND,
             message: message.into(),
         }
     }

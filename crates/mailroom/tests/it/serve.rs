@@ -726,3 +726,105 @@ fn serve_refuses_a_request_that_names_two_hosts() {
         "the console's own address, in absolute form: {a:?}"
     );
 }
+
+/// Every local `href` and `src` in a page, `&amp;` read back as `&`.
+fn links(page: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for attr in ["href=\"", "src=\""] {
+        let mut rest = page;
+        while let Some(at) = rest.find(attr) {
+            rest = &rest[at + attr.len()..];
+            let end = rest.find('"').unwrap();
+            let link = rest[..end].replace("&amp;", "&");
+            if link.starts_with('/') {
+                out.push(link);
+            }
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+/// A channel entry's subject linked to `/m/ID`, which only knows HUMAN's mailbox and outbox:
+/// 404. Every link of every page, in a home with mail of every kind, leads to a page.
+#[test]
+fn serve_every_link_of_every_page_leads_to_a_page() {
+    let home = Home::new();
+    let hold = hold_request(&home, "deploy now?", "may I?");
+    let question = home
+        .as_(
+            "bob@proj",
+            [
+                "--json",
+                "send",
+                "--to",
+                "HUMAN",
+                "--kind",
+                "QUESTION",
+                "-m",
+                "which port?",
+            ],
+        )
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    home.as_("HUMAN", ["reply", &question, "-m", "8080"]).ok();
+    home.as_(
+        "alice@proj",
+        ["channel", "post", "run-42", "-m", "started the deploy"],
+    )
+    .ok();
+    home.as_(
+        "alice@proj",
+        [
+            "channel",
+            "post",
+            "run-42",
+            "--kind",
+            "HOLD_REQUEST",
+            "-m",
+            "deploy step two?",
+        ],
+    )
+    .ok();
+    let post = home
+        .as_(
+            "HUMAN",
+            [
+                "--json",
+                "--project",
+                "proj",
+                "channel",
+                "post",
+                "run-42",
+                "-m",
+                "go on",
+            ],
+        )
+        .json()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    home.send("alice@proj", "HUMAN", "an update");
+    let c = Console::start(&home);
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec![
+        "/".to_owned(),
+        "/search?q=deploy".to_owned(),
+        format!("/compose?sent={post}"),
+        format!("/thread/{hold}"),
+    ];
+    while let Some(path) = todo.pop() {
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        let a = c.get(&path);
+        assert_eq!(a.status, 200, "{path}: {}", a.body);
+        if a.header("content-type") == Some("text/html; charset=utf-8") {
+            todo.extend(links(&a.body).into_iter().filter(|l| !seen.contains(l)));
+        }
+    }
+    let entry_pages = seen.iter().filter(|p| p.matches('/').count() == 4).count();
+    assert_eq!(entry_pages, 3, "every channel entry has a page: {seen:#?}");
+}
