@@ -129,7 +129,7 @@ pub fn render_decisions(d: &Decisions, csrf: &str, now: Timestamp) -> Response {
                         details.thread {
                             summary { "In a thread of " (dec.before.len() + 1) " — " a href={ "/thread/" (m.thread) } { "whole thread" } }
                             @for earlier in &dec.before {
-                                div.earlier { (meta(earlier, None, now)) h4 { (view::line(&earlier.subject)) } div.body { (view::body(&earlier.body)) } }
+                                div.earlier { (meta(earlier, None, now)) h4 { (view::line(&earlier.subject)) } (view::body_excerpt(&earlier.body, &view::message_page(earlier.id))) }
                             }
                         }
                     }
