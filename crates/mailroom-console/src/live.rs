@@ -104,6 +104,16 @@ impl Hub {
         Ok((Member(self.clone()), rx))
     }
 
+    /// Forgets the watch that sent through `tx`, which has ended: with the hub's sender gone too,
+    /// every stream subscribed to it ends, and its page reconnects to a fresh watch.
+    fn retire(&self, tx: &broadcast::Sender<Note>) {
+        if let Ok(mut s) = self.0.lock()
+            && s.feed.as_ref().is_some_and(|f| f.tx.same_channel(tx))
+        {
+            s.feed = None;
+        }
+    }
+
     /// Ends the watch and every stream, and admits no new one: the server is stopping.
     pub fn stop(&self) {
         if let Ok(mut s) = self.0.lock() {
@@ -116,7 +126,8 @@ impl Hub {
 }
 
 /// Runs the one watch on a blocking thread until `cancel` is set (noticed within
-/// `Cancel::SLICE`). When it ends its sender drops, which ends every stream subscribed to it.
+/// `Cancel::SLICE`) or it fails. When it ends, its senders drop (the hub's too, by `retire`),
+/// which ends every stream subscribed to it.
 fn start_watch(console: Console, tx: broadcast::Sender<Note>, cancel: Cancel) {
     tokio::task::spawn_blocking(move || {
         let ended = console.mr().watch(console.human(), None, &cancel, |s| {
@@ -124,11 +135,12 @@ fn start_watch(console: Console, tx: broadcast::Sender<Note>, cancel: Cancel) {
             let _ = tx.send(Note::Mail(s.message.id, s.message.kind.as_str()));
             ControlFlow::Continue(())
         });
-        // A failed watch is not reused: the next stream to open starts a fresh one.
-        cancel.cancel();
         if let Err(e) = ended {
             let _ = tx.send(Note::Trouble(format!("live updates stopped: {e}").into()));
         }
+        // A failed watch is not reused: its streams end, and the next one starts a fresh watch.
+        cancel.cancel();
+        console.inner.hub.retire(&tx);
     });
 }
 
