@@ -2,12 +2,13 @@
 //! CSRF token: reply (reaches the sender, closes HUMAN's copy), done, send. Invariant: a form
 //! without the token changes nothing; each action is one core operation.
 
-use axum::extract::State;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::{Form, http::StatusCode};
 use mailroom_core::ops::Draft;
 use mailroom_core::{Address, Kind, MemberStatus, Name, Priority};
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 use crate::Console;
 use crate::view::Failure;
@@ -19,6 +20,34 @@ fn check_csrf(c: &Console, given: &str) -> Result<(), Failure> {
         Err(Failure::forbidden(
             "this form is not from the console's current page: reload the page and try again.",
         ))
+    }
+}
+
+/// A form of the console's own page. This run's CSRF token is checked before anything else is
+/// read from it, so a form without it (or one that is no form at all) is 403; then its fields,
+/// 400 in the console's words when they are not the page's. Never axum's own rejection text.
+pub struct PageForm<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<Console> for PageForm<T> {
+    type Rejection = Failure;
+
+    async fn from_request(request: Request, c: &Console) -> Result<Self, Failure> {
+        // `whole_body` has read the body already, within its bounds.
+        let bytes = axum::body::to_bytes(request.into_body(), crate::guard::MAX_BODY)
+            .await
+            .map_err(|_| Failure::bad("the form could not be read: try again."))?;
+        let fields: Vec<(String, String)> =
+            serde_urlencoded::from_bytes(&bytes).unwrap_or_default();
+        let token = fields
+            .iter()
+            .find_map(|(k, v)| (k == "csrf").then_some(v.as_str()))
+            .unwrap_or_default();
+        check_csrf(c, token)?;
+        serde_urlencoded::from_bytes(&bytes).map(PageForm).map_err(|e| {
+            Failure::bad(format!(
+                "this form is not one the console's page sends ({e}): reload the page and try again."
+            ))
+        })
     }
 }
 
@@ -43,7 +72,6 @@ fn see_other(back: &str) -> Response {
 
 #[derive(Debug, Deserialize)]
 pub struct ReplyForm {
-    csrf: String,
     id: String,
     body: String,
     #[serde(default)]
@@ -52,9 +80,8 @@ pub struct ReplyForm {
 
 pub async fn reply(
     State(c): State<Console>,
-    Form(f): Form<ReplyForm>,
+    PageForm(f): PageForm<ReplyForm>,
 ) -> Result<Response, Failure> {
-    check_csrf(&c, &f.csrf)?;
     let body = f.body.replace("\r\n", "\n");
     let id = f.id;
     c.blocking(move |mr, me| {
@@ -70,14 +97,15 @@ pub async fn reply(
 
 #[derive(Debug, Deserialize)]
 pub struct DoneForm {
-    csrf: String,
     id: String,
     #[serde(default)]
     back: String,
 }
 
-pub async fn done(State(c): State<Console>, Form(f): Form<DoneForm>) -> Result<Response, Failure> {
-    check_csrf(&c, &f.csrf)?;
+pub async fn done(
+    State(c): State<Console>,
+    PageForm(f): PageForm<DoneForm>,
+) -> Result<Response, Failure> {
     let id = f.id;
     c.blocking(move |mr, me| mr.done(me, &[id])).await??;
     Ok(see_other(&f.back))
@@ -85,7 +113,6 @@ pub async fn done(State(c): State<Console>, Form(f): Form<DoneForm>) -> Result<R
 
 #[derive(Debug, Deserialize)]
 pub struct SendForm {
-    csrf: String,
     mode: String,
     #[serde(default)]
     to: String,
@@ -102,8 +129,10 @@ pub struct SendForm {
     body: String,
 }
 
-pub async fn send(State(c): State<Console>, Form(f): Form<SendForm>) -> Result<Response, Failure> {
-    check_csrf(&c, &f.csrf)?;
+pub async fn send(
+    State(c): State<Console>,
+    PageForm(f): PageForm<SendForm>,
+) -> Result<Response, Failure> {
     let kind: Kind = if f.kind.is_empty() {
         Kind::Info
     } else {

@@ -111,9 +111,26 @@ enum Verdict {
 
 fn check(console: &Console, request: &Request) -> Verdict {
     let headers = request.headers();
-    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else {
-        return Verdict::Refuse(StatusCode::BAD_REQUEST, "the request has no Host header.");
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let (Some(host), None) = (hosts.next(), hosts.next()) else {
+        return Verdict::Refuse(
+            StatusCode::BAD_REQUEST,
+            "the request needs exactly one Host header.",
+        );
     };
+    let Ok(host) = host.to_str() else {
+        return Verdict::Refuse(StatusCode::BAD_REQUEST, "the request's Host is not text.");
+    };
+    // An absolute-form target (`GET http://other/ HTTP/1.1`) names the host HTTP says counts:
+    // it must be the Host checked below.
+    if let Some(authority) = request.uri().authority()
+        && !authority.as_str().eq_ignore_ascii_case(host)
+    {
+        return Verdict::Refuse(
+            StatusCode::BAD_REQUEST,
+            "the request's target names another host than its Host header.",
+        );
+    }
     if !host_allowed(host, console.inner.port) {
         return Verdict::Refuse(
             StatusCode::MISDIRECTED_REQUEST,
@@ -153,6 +170,50 @@ fn check(console: &Console, request: &Request) -> Verdict {
         }
     }
     Verdict::Pass
+}
+
+/// The largest request body read: axum's own limit for forms, as before.
+pub const MAX_BODY: usize = 2 * 1024 * 1024;
+
+/// Reads a POST's whole body, at most [`MAX_BODY`] bytes within `Limits::body`, before its
+/// handler runs: a body sent slowly is answered 408 and cannot hold a connection (hyper bounds
+/// only the head), and no handler waits on a client. Runs after the guard, so only an admitted
+/// page's body is read at all.
+pub async fn whole_body(State(console): State<Console>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let read = axum::body::to_bytes(body, MAX_BODY);
+    match tokio::time::timeout(console.inner.limits.body, read).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Ok(Err(e)) if too_large(&e) => refusal(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the form is larger than the console takes (2 MiB).",
+        ),
+        Ok(Err(_)) => refusal(
+            StatusCode::BAD_REQUEST,
+            "the request's body could not be read.",
+        ),
+        Err(_) => refusal(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request's body did not arrive in time.",
+        ),
+    }
+}
+
+fn too_large(e: &axum::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// A Host the browser only sends for this server: an IP literal or `localhost`, with this port.

@@ -15,6 +15,7 @@ mod view;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -34,7 +35,8 @@ struct Inner {
     human: Address,
     secret: Secret,
     port: u16,
-    stop: live::Stop,
+    hub: live::Hub,
+    limits: Limits,
 }
 
 impl Console {
@@ -44,13 +46,24 @@ impl Console {
     }
 
     pub fn with_secret(mr: Mailroom<'static>, port: u16, secret: Secret) -> Console {
+        Console::with_limits(mr, port, secret, Limits::SERVE)
+    }
+
+    /// A console that holds its connections to `limits` (tests set small ones).
+    pub fn with_limits(
+        mr: Mailroom<'static>,
+        port: u16,
+        secret: Secret,
+        limits: Limits,
+    ) -> Console {
         Console {
             inner: Arc::new(Inner {
                 mr,
                 human: Address::human(),
                 secret,
                 port,
-                stop: live::Stop::default(),
+                hub: live::Hub::default(),
+                limits,
             }),
         }
     }
@@ -99,6 +112,7 @@ pub fn router(console: Console) -> Router {
         .route("/projects", get(pages::projects))
         .route("/channels", get(pages::channels))
         .route("/channel/{project}/{name}", get(pages::channel))
+        .route("/channel/{project}/{name}/{id}", get(pages::entry))
         .route("/thread/{id}", get(pages::thread))
         .route("/m/{id}", get(pages::message))
         .route("/search", get(pages::search))
@@ -110,6 +124,10 @@ pub fn router(console: Console) -> Router {
         .route("/send", post(actions::send))
         .fallback(view::not_found)
         .layer(axum::middleware::from_fn(off_the_runtime))
+        .layer(axum::middleware::from_fn_with_state(
+            console.clone(),
+            guard::whole_body,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             console.clone(),
             guard::guard,
@@ -135,20 +153,101 @@ async fn off_the_runtime(
     }
 }
 
+/// The bounds every connection lives within; docs/CLI.md states the ones `mailroom serve` uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Most connections open at once: one more is answered 503 and closed at once.
+    pub connections: usize,
+    /// How long a connection may take to send a whole request head, counted from when it
+    /// opened or its previous answer ended, so an idle kept-alive connection closes after it too.
+    pub head: Duration,
+    /// How long a request's body may take to arrive, once its head has.
+    pub body: Duration,
+}
+
+impl Limits {
+    /// What `mailroom serve` uses.
+    pub const SERVE: Limits = Limits {
+        connections: 128,
+        head: Duration::from_secs(15),
+        body: Duration::from_secs(30),
+    };
+}
+
 /// Serves the console on `listener` until `shutdown` completes.
+///
+/// One task per connection, at most `Limits::connections` of them; hyper closes a connection
+/// whose request head is late (or that idles past the same bound), and `whole_body` answers a
+/// late body 408.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     console: Console,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let stop = console.inner.stop.clone();
-    axum::serve(listener, router(console))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            // Open event streams end now, or a graceful shutdown would wait for them forever.
-            stop.stop();
-        })
-        .await
+    let limits = console.inner.limits;
+    let hub = console.inner.hub.clone();
+    let app = router(console);
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.connections));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.head);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) if connection_error(&e) => continue,
+                // Out of descriptors or memory: try again in a moment rather than spin.
+                Err(_) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => continue,
+                        () = &mut shutdown => break,
+                    }
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            turn_away(&stream, limits.connections);
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection =
+            graceful.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            // A connection that failed (reset, late head) has nothing more to say to anyone.
+            let _ = connection.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    // Open event streams end now, or a graceful shutdown would wait for them forever.
+    hub.stop();
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// Errors of one connection, not of the listener.
+fn connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    matches!(
+        e.kind(),
+        ConnectionRefused | ConnectionAborted | ConnectionReset
+    )
+}
+
+/// Answers a connection beyond the limit with 503, unread, and closes it. The answer fits any
+/// fresh socket's send buffer, so writing it never waits.
+fn turn_away(stream: &tokio::net::TcpStream, limit: usize) {
+    let why = format!(
+        "refused: the console already has {limit} open connections; close some of its tabs and try again.\n"
+    );
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{why}",
+        why.len()
+    );
+    let _ = stream.try_write(answer.as_bytes());
 }
 
 /// Why `run` could not serve.

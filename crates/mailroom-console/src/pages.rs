@@ -129,12 +129,12 @@ pub fn render_decisions(d: &Decisions, csrf: &str, now: Timestamp) -> Response {
                         details.thread {
                             summary { "In a thread of " (dec.before.len() + 1) " — " a href={ "/thread/" (m.thread) } { "whole thread" } }
                             @for earlier in &dec.before {
-                                div.earlier { (meta(earlier, None, now)) h4 { (view::line(&earlier.subject)) } div.body { (view::body(&earlier.body)) } }
+                                div.earlier { (meta(earlier, None, now)) h4 { (view::line(&earlier.subject)) } (view::body_excerpt(&earlier.body, &view::message_page(earlier.id))) }
                             }
                         }
                     }
                     (meta(m, Some(dec.stored.state), now))
-                    (content(m))
+                    (content(m, &view::message_page(m.id)))
                     (answer_forms(m.id, "/", csrf, "Your answer (reaches the sender, closes HUMAN's copy)"))
                 }
             }
@@ -174,7 +174,7 @@ pub async fn inbox(State(c): State<Console>) -> PageResult {
             @for (i, s) in pending.iter().enumerate() {
                 li.item data-id=(s.message.id) tabindex="-1" aria-selected=[(i == 0).then_some("true")] {
                     (meta(&s.message, Some(s.state), now))
-                    (content(&s.message))
+                    (content(&s.message, &view::message_page(s.message.id)))
                     (answer_forms(s.message.id, "/inbox", csrf, "Reply to the sender"))
                 }
             }
@@ -444,13 +444,62 @@ pub async fn channel(
             @for s in listing.messages.iter().filter(|s| kind.is_none_or(|k| s.message.kind == k)) {
                 li.entry data-id=(s.message.id) {
                     (meta(&s.message, (s.state == MsgState::Retracted).then_some(s.state), now))
-                    (content(&s.message))
+                    (content(&s.message, &view::entry_page(&s.message)))
                 }
             }
         }
     };
     Ok(Page {
         title: &title,
+        path: "/channels",
+        counts: counts(&pending),
+        live: false,
+        after: newest(&pending),
+    }
+    .render(main))
+}
+
+/// One entry of a channel, whole: the page a channel entry's subject links to.
+pub async fn entry(
+    State(c): State<Console>,
+    Path((project, name, id)): Path<(String, String, String)>,
+) -> PageResult {
+    let project_name = Name::parse(&project).map_err(|e| {
+        Failure::bad(format!(
+            "the project name in this address is not valid: {e}"
+        ))
+    })?;
+    let id = parse_id(&id)?;
+    let (found, pending) = c
+        .blocking(move |mr, me| {
+            let (_, listing) = mr.channel_show(me, &project_name, &name)?;
+            let found = listing.messages.into_iter().find(|s| s.message.id == id);
+            Ok::<_, mailroom_core::Error>((found, mr.peek(me)?.messages))
+        })
+        .await??;
+    let Some(s) = found else {
+        return Err(Failure::not_found(
+            "this channel has no entry with this id: it may have been retracted.",
+        ));
+    };
+    let m = &s.message;
+    let now = Timestamp::now();
+    let main = html! {
+        article.item.single data-id=(m.id) {
+            (meta(m, (s.state == MsgState::Retracted).then_some(s.state), now))
+            h1.subject { (view::line(&m.subject)) }
+            div.body { (view::body(&m.body)) }
+            @if let Some(ch) = &m.channel {
+                p.links {
+                    a href={ "/channel/" (ch.project.as_str()) "/" (ch.name.as_str()) } {
+                        "#" (ch.project.as_str()) "/" (ch.name.as_str())
+                    }
+                }
+            }
+        }
+    };
+    Ok(Page {
+        title: "Channel entry",
         path: "/channels",
         counts: counts(&pending),
         live: false,
@@ -496,7 +545,7 @@ pub async fn thread(State(c): State<Console>, Path(id): Path<String>) -> PageRes
             @for (m, state) in &messages {
                 li.entry data-id=(m.id) {
                     (meta(m, *state, now))
-                    (content(m))
+                    (content(m, &view::message_page(m.id)))
                     @if state.is_some_and(|s| s.is_pending()) {
                         (answer_forms(m.id, &back, csrf, "Reply to the sender"))
                     }
@@ -566,18 +615,21 @@ pub async fn search(State(c): State<Console>, Query(q): Query<SearchQuery>) -> P
     let asked = query.trim().to_owned();
     let (hits, pending) = c
         .blocking(move |mr, me| {
-            let mut hits: Vec<(Stored, bool)> = Vec::new();
+            // Each hit with whether HUMAN sent it, and the page that shows it whole.
+            let mut hits: Vec<(Stored, bool, String)> = Vec::new();
             if !asked.is_empty() {
                 // The operator's search, as `mailroom --as HUMAN search` makes it (every
                 // project's channels included), newest first.
-                hits.extend(
-                    mr.search(me, &asked)?
-                        .hits
-                        .into_iter()
-                        .map(|h| (h.stored, h.sent)),
-                );
-                hits.sort_by_key(|(s, _)| std::cmp::Reverse(s.message.id));
-                hits.dedup_by_key(|(s, _)| s.message.id);
+                hits.extend(mr.search(me, &asked)?.hits.into_iter().map(|h| {
+                    let page = if h.stored.message.is_channel_entry() {
+                        view::entry_page(&h.stored.message)
+                    } else {
+                        view::message_page(h.stored.message.id)
+                    };
+                    (h.stored, h.sent, page)
+                }));
+                hits.sort_by_key(|(s, ..)| std::cmp::Reverse(s.message.id));
+                hits.dedup_by_key(|(s, ..)| s.message.id);
             }
             Ok::<_, mailroom_core::Error>((hits, mr.peek(me)?.messages))
         })
@@ -593,10 +645,10 @@ pub async fn search(State(c): State<Console>, Query(q): Query<SearchQuery>) -> P
             p.found { (hits.len()) " found, newest first" @if hits.len() > SEARCH_SHOWN { "; the first " (SEARCH_SHOWN) " shown" } "." }
         }
         ol.timeline {
-            @for (s, sent) in hits.iter().take(SEARCH_SHOWN) {
+            @for (s, sent, page) in hits.iter().take(SEARCH_SHOWN) {
                 li.entry data-id=(s.message.id) {
                     (meta(&s.message, (!sent).then_some(s.state), now))
-                    (content(&s.message))
+                    (content(&s.message, page))
                 }
             }
         }
