@@ -63,8 +63,9 @@ pub fn load_decisions(mr: &Mailroom<'_>, me: &Address) -> mailroom_core::Result<
         pending.iter().map(|s| (s.message.id, &s.message)).collect();
     let (mut decisions, mut others): (Vec<Stored>, Vec<Stored>) =
         pending.iter().cloned().partition(is_decision);
-    decisions.sort_by_key(|s| (s.message.kind != Kind::HoldRequest, s.message.id));
-    others.sort_by_key(|s| (s.message.priority, s.message.id));
+    // Most urgent first, as the inbox orders them: hold requests, then by priority.
+    decisions.sort_by(mailroom_core::ops::urgency_order);
+    others.sort_by(mailroom_core::ops::urgency_order);
     let decisions = decisions
         .into_iter()
         .map(|stored| {

@@ -894,3 +894,47 @@ fn serve_lists_show_the_start_of_a_long_body_and_link_to_the_whole_message() {
         "the message's page shows it all"
     );
 }
+
+/// The Decisions page orders what waits as the inbox does: hold requests, then by priority,
+/// then oldest first.
+#[test]
+fn serve_decisions_come_most_urgent_first_as_in_the_inbox() {
+    let home = Home::new();
+    let ask = |subject: &str, priority: &str| -> String {
+        let v = home
+            .as_(
+                "alice@proj",
+                [
+                    "--json",
+                    "send",
+                    "--to",
+                    "HUMAN",
+                    "--kind",
+                    "QUESTION",
+                    "--priority",
+                    priority,
+                    "--subject",
+                    subject,
+                    "--message",
+                    "?",
+                ],
+            )
+            .json();
+        v["id"].as_str().unwrap().to_owned()
+    };
+    let low = ask("low first", "L");
+    let high = ask("high later", "H");
+    let hold = hold_request(&home, "hold", "may I?");
+    let c = Console::start(&home);
+    let page = c.get("/").body;
+    let at = |id: &str| page.find(&format!("data-id=\"{id}\"")).unwrap();
+    assert!(at(&hold) < at(&high) && at(&high) < at(&low), "{page}");
+    let inbox = home.as_("HUMAN", ["--json", "inbox"]).json();
+    let order: Vec<&str> = inbox["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, [hold.as_str(), high.as_str(), low.as_str()]);
+}
