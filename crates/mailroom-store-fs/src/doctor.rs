@@ -700,6 +700,11 @@ pub fn run(store: &FsStore, fix: bool) -> Result<Vec<Finding>, FsError> {
     let Some(root) = store.root()? else {
         return Ok(doc.findings);
     };
+    // An empty directory is a home not used yet (made with `mktemp -d`): the first write lays
+    // it out, as it creates a missing one, so there is nothing to report.
+    if root.list()?.is_empty() {
+        return Ok(doc.findings);
+    }
     let layout = match root.read(crate::LAYOUT_FILE, Limit::small("the layout file")) {
         Ok(v) => Ok(v),
         // A link or special file: the walk reports it.

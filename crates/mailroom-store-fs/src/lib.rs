@@ -211,9 +211,14 @@ impl FsStore {
         }
     }
 
-    /// The home, created (0700, with its layout file) when absent.
+    /// The home, created (0700, with its layout file) when absent. An empty directory made for
+    /// it beforehand (`mktemp -d`) gets its layout file the same way; a home holding anything
+    /// else without one is left to `doctor`.
     fn create_root(&self) -> Result<Dir, FsError> {
         if let Some(d) = self.root()? {
+            if d.entry(LAYOUT_FILE)?.is_none() && d.list()?.is_empty() {
+                Self::write_layout(&d)?;
+            }
             return Ok(d);
         }
         use std::os::unix::fs::DirBuilderExt;
@@ -223,14 +228,19 @@ impl FsStore {
             .create(&self.home)
             .map_err(|e| FsError::io("create directory", &self.home, e))?;
         let root = Dir::open_root(&self.home)?;
+        Self::write_layout(&root)?;
+        Ok(root)
+    }
+
+    /// Writes the layout file into a new home (never over one another process wrote first).
+    fn write_layout(root: &Dir) -> Result<(), FsError> {
         let tmp = root.open_or_create(TMP)?;
         let name = tmp.write_temp(
             format!("{LAYOUT_VERSION}\n").as_bytes(),
             Durability::Durable,
         )?;
-        tmp.publish_new(&name, &root, LAYOUT_FILE)?;
-        root.sync()?;
-        Ok(root)
+        tmp.publish_new(&name, root, LAYOUT_FILE)?;
+        root.sync()
     }
 
     /// Checks the layout version; used by `doctor` and on opening for maintenance.

@@ -347,6 +347,15 @@ pub(crate) fn transition(
         for (_, src) in &sources {
             src.sync()?;
         }
+        // A pending directory these moves emptied may be one that once held many files (see
+        // `compact`): replaced now rather than left for the next listing (or for `doctor` to
+        // find after a day of reading). `rmdir` refuses it while a file is left; best effort,
+        // as a directory not replaced only costs speed.
+        for (state, src) in &sources {
+            if compact::PENDING.contains(state) && src.size().is_ok_and(|b| b > compact::WORTH) {
+                let _ = compact::replace(&bx, *state);
+            }
+        }
     }
     Ok(result)
 }

@@ -85,16 +85,22 @@ fn doctor_fix_replaces_an_emptied_unread_and_keeps_every_message() {
 fn a_listing_replaces_an_emptied_unread_and_a_full_one_stays() {
     let home = Home::new();
     home.send("alice", "bob", "one");
+    home.send("alice", "bob", "two");
     let dir = unread(&home, "bob");
     inflate(&dir);
-    // Holding a message, it cannot be replaced; the listing moves the message to read/.
-    assert_eq!(bodies(&home, "bob"), ["one"]);
+    // Holding a message it cannot be replaced: the move of one leaves it as it is.
+    let first = home.as_("bob", ["--json", "inbox", "--limit", "1"]).json();
+    assert_eq!(first["messages"][0]["body"], "one", "{first}");
     assert!(size(&dir) > WORTH, "not replaced while it held a message");
-    // Empty now: the next listing replaces it.
-    assert_eq!(bodies(&home, "bob"), ["one"]);
-    assert!(size(&dir) <= 4096, "replaced by the listing");
-    home.send("alice", "bob", "two");
+    // The move that empties it replaces it.
     assert_eq!(bodies(&home, "bob"), ["one", "two"]);
+    assert!(size(&dir) <= 4096, "replaced by the move that emptied it");
+    // One emptied otherwise (by hand, by an older mailroom): the next listing replaces it.
+    inflate(&dir);
+    assert_eq!(bodies(&home, "bob"), ["one", "two"]);
+    assert!(size(&dir) <= 4096, "replaced by the listing");
+    home.send("alice", "bob", "three");
+    assert_eq!(bodies(&home, "bob"), ["one", "two", "three"]);
 }
 
 #[test]
@@ -232,4 +238,40 @@ fn senders_racing_compaction_and_kill_9_lose_nothing() {
         assert!(unique.contains(body), "acknowledged but lost: {body}");
     }
     assert_eq!(listed.len(), acknowledged.len() + 1, "nothing unexpected");
+}
+
+/// A day's use never makes `doctor` fail: reading all the mail of an `unread/` that had grown
+/// large, then archiving it, leaves both pending directories small, with no listing between.
+#[test]
+fn reading_and_archiving_everything_leaves_doctor_healthy() {
+    let home = Home::new();
+    home.send("alice", "bob", "one");
+    home.send("alice", "bob", "two");
+    let dir = unread(&home, "bob");
+    inflate(&dir);
+    // `inbox` moves both out of the large `unread/`, which is then replaced at once.
+    assert_eq!(bodies(&home, "bob"), ["one", "two"]);
+    assert!(size(&dir) <= 4096, "unread/ replaced once emptied");
+    let read = dir.with_file_name("read");
+    inflate(&read);
+    home.as_("bob", ["done", "--all"]).ok();
+    assert!(size(&read) <= 4096, "read/ replaced once emptied");
+    let doctor = home.cmd(["doctor"]).ok();
+    assert!(doctor.stdout.ends_with(": healthy\n"), "{}", doctor.stdout);
+}
+
+/// A home made before mailroom first wrote to it (`mktemp -d`, then `MAILROOM_HOME`): doctor
+/// finds it healthy, and the first send lays it out.
+#[test]
+fn a_home_created_empty_beforehand_is_healthy_and_laid_out_on_first_use() {
+    let home = Home::new();
+    std::fs::create_dir(home.path()).unwrap();
+    home.cmd(["doctor"]).ok();
+    home.send("alice", "bob", "hello");
+    assert!(
+        home.path().join("layout").is_file(),
+        "the layout file is written"
+    );
+    let doctor = home.cmd(["doctor"]).ok();
+    assert!(doctor.stdout.ends_with(": healthy\n"), "{}", doctor.stdout);
 }
