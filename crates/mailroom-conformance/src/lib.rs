@@ -1,5 +1,5 @@
 //! The store conformance suite: the core's stories, written once over `&dyn Store`, so every
-//! store (files today, PostgreSQL later) is held to the very same behaviour.
+//! store (the file store and PostgreSQL) is held to the very same behaviour.
 //!
 //! Invariant: a case gets a fresh, empty store and touches nothing but that store; it drives the
 //! operations through [`mailroom_core::Mailroom`] (or, in `contract`, the trait itself) and
