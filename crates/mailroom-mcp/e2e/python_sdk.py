@@ -95,7 +95,7 @@ async def run(home):
             )
 
             # write, read that archives, recover
-            s, _ = await alice.call("write_mail", {"project_handle": "web", "sender": "alice", "recipient": "bob", "subject": "schema", "body": "please review"})
+            s, _ = await alice.call("write_mail", {"project_handle": "web", "recipient": "bob", "subject": "schema", "body": "please review"})
             first, stamp = s["id"], s["timestamp"]
             s, text = await bob.call("read_mail", {})
             check("read shows it", s["messages"][0]["id"] == first, s)
@@ -111,7 +111,7 @@ async def run(home):
             check("edit unread in place", s["outcomes"][0]["outcome"] == "edited", s)
             s, _ = await alice.call("cancel_mail", {"recipient": "bob", "timestamp": s["message"]["timestamp"], "subject": "lunch"})
             check("cancel", s["recipients"][0]["state"] == "cancelled", s)
-            s, _ = await alice.call("edit_mail", {"sender": "alice", "project_handle": "web", "recipient": "bob", "timestamp": stamp, "subject": "schema", "new_body": "v2"})
+            s, _ = await alice.call("edit_mail", {"recipient": "bob", "timestamp": stamp, "subject": "schema", "new_body": "v2"})
             check("correction after read", s["outcomes"][0]["outcome"] == "correction", s)
 
             # a wait in alice's server woken by bob's reply through his own server

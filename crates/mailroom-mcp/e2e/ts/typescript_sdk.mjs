@@ -160,7 +160,7 @@ async function story(alice, bob) {
   );
 
   // write, read that archives, recover
-  let [s, text] = await alice.call("write_mail", { project_handle: "web", sender: "alice", recipient: "bob", subject: "schema", body: "please review" });
+  let [s, text] = await alice.call("write_mail", { project_handle: "web", recipient: "bob", subject: "schema", body: "please review" });
   const first = s.id;
   const stamp = s.timestamp;
   // The validator this test relies on rejects a result of the wrong shape.
@@ -179,7 +179,7 @@ async function story(alice, bob) {
   check("edit unread in place", s.outcomes?.[0]?.outcome === "edited", s);
   [s] = await alice.call("cancel_mail", { recipient: "bob", timestamp: s.message?.timestamp, subject: "lunch" });
   check("cancel", s.recipients?.[0]?.state === "cancelled", s);
-  [s] = await alice.call("edit_mail", { sender: "alice", project_handle: "web", recipient: "bob", timestamp: stamp, subject: "schema", new_body: "v2" });
+  [s] = await alice.call("edit_mail", { recipient: "bob", timestamp: stamp, subject: "schema", new_body: "v2" });
   check("correction after read", s.outcomes?.[0]?.outcome === "correction", s);
 
   // a wait in alice's server woken by bob's reply through his own server
