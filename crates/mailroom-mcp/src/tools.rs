@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use mailroom_core::ops::{Cancel, Draft, EditPatch, WaitFor, Waited};
-use mailroom_core::render::{self, Frame, ROLES_NOTICE, UNTRUSTED_NOTICE};
+use mailroom_core::render::{self, Frame, ROLES_NOTICE};
 use mailroom_core::{
     Address, AddressSpec, Damaged, Error, Kind, Mailroom, MemberStatus, Name, Priority, Result,
     State, Stored,
@@ -775,7 +775,7 @@ fn read_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
     let limit = a.limit.unwrap_or(DEFAULT_READ_LIMIT);
     let (mut inbox, archived) = t.mr.read_archiving(&me, Some(limit), !a.no_archive)?;
-    let mut structured = mailroom_json::inbox_json(&me, &inbox, UNTRUSTED_NOTICE);
+    let mut structured = mailroom_json::inbox_json(&me, &inbox, render::untrusted_notice(&me));
     structured["archived"] = json!(archived);
     if !a.no_archive {
         // The structured states say what each copy was before this call; the text's hints
@@ -928,7 +928,7 @@ fn read_recent_archive(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     )?;
     let recent = t.mr.recover(&me, a.limit.unwrap_or(20))?;
     let mut structured = mailroom_json::recover_json(&recent);
-    structured["notice"] = json!(UNTRUSTED_NOTICE);
+    structured["notice"] = json!(render::untrusted_notice(&me));
     let stored: Vec<Stored> = recent.into_iter().map(|(s, _)| s).collect();
     let text = framed(
         t,
@@ -1143,7 +1143,7 @@ fn channel_read(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
         &read.damaged,
     );
     Ok(Outcome {
-        structured: mailroom_json::channel_read_json(&read, UNTRUSTED_NOTICE),
+        structured: mailroom_json::channel_read_json(&read, render::untrusted_notice(&me)),
         text,
     })
 }
@@ -1152,7 +1152,7 @@ fn search_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::SearchMail = decode("search_mail", a)?;
     let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
     let found = t.mr.search(&me, &a.query)?;
-    let structured = mailroom_json::search_json(&found, UNTRUSTED_NOTICE);
+    let structured = mailroom_json::search_json(&found, render::untrusted_notice(&me));
     let stored: Vec<Stored> = found.hits.into_iter().map(|h| h.stored).collect();
     let text = framed(
         t,
@@ -1210,7 +1210,7 @@ fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome> {
                     "messages": [],
                     "timed_out": true,
                     "note": text,
-                    "notice": UNTRUSTED_NOTICE,
+                    "notice": render::untrusted_notice(&me),
                 }),
                 text,
             });
@@ -1220,7 +1220,7 @@ fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome> {
     let structured = json!({
         "messages": found.iter().map(mailroom_json::stored_json).collect::<Vec<_>>(),
         "timed_out": false,
-        "notice": UNTRUSTED_NOTICE,
+        "notice": render::untrusted_notice(&me),
     });
     let text = framed(
         t,

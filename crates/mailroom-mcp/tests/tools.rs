@@ -1310,3 +1310,22 @@ async fn roles_carry_the_untrusted_data_notice() {
         assert!(text(&r).contains(notice), "{tool}: the text carries it too");
     }
 }
+
+/// The operator's server frames the operator's mail for the operator, as the CLI does; an
+/// agent's server keeps the agents' sentence.
+#[tokio::test]
+async fn the_operators_mail_carries_the_operators_notice() {
+    let home = tempfile::tempdir().unwrap();
+    let alice = connect(home.path(), Some("alice@web"), ToolSet::All).await;
+    let human = connect(home.path(), Some("HUMAN"), ToolSet::All).await;
+    ok(
+        &alice,
+        "write_mail",
+        json!({"recipient": "HUMAN", "subject": "deploy?", "body": "may I?"}),
+    )
+    .await;
+    let v = ok(&human, "read_mail", json!({"no_archive": true})).await;
+    assert_eq!(v["notice"], mailroom_core::render::OPERATOR_NOTICE, "{v}");
+    let v = ok(&alice, "read_mail", json!({})).await;
+    assert_eq!(v["notice"], mailroom_core::render::UNTRUSTED_NOTICE, "{v}");
+}
