@@ -639,6 +639,25 @@ impl Mailboxes for PgStore {
             .pop())
     }
 
+    fn get_many(&self, mailbox: &Address, ids: &[MessageId]) -> Result<Vec<Option<Stored>>> {
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let keys: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        let found = self.copies(
+            "look up messages",
+            mailbox,
+            "AND id = ANY($2)",
+            &[(&keys, Type::TEXT_ARRAY)],
+        )?;
+        let found: std::collections::HashMap<MessageId, Stored> = found
+            .messages
+            .into_iter()
+            .map(|s| (s.message.id, s))
+            .collect();
+        Ok(ids.iter().map(|id| found.get(id).cloned()).collect())
+    }
+
     fn state_of(&self, mailbox: &Address, id: MessageId) -> Result<Option<State>> {
         let (m, id) = (mailbox_key(mailbox), id.to_string());
         let row = self.read("look up a message's state", |c| {
