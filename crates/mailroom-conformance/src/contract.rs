@@ -779,7 +779,7 @@ pub fn a_watch_wakes_for_broadcasts_posted_after_it_started(store: &dyn Store) {
 pub fn point_lookups_agree_with_the_listings_they_spare(store: &dyn Store) {
     let m = crate::kit::mailroom(store);
     let sent = crate::kit::send(&m, "alice@web", &["bob@web", "carol@web"], "Needle in here");
-    crate::kit::send(&m, "alice@web", &["bob@web"], "nothing to find");
+    let other = crate::kit::send(&m, "alice@web", &["bob@web"], "nothing to find");
     let alice = addr("alice@web");
     assert_eq!(
         store.sent(&alice, sent.id).expect("sent").map(|m| m.id),
@@ -791,11 +791,34 @@ pub fn point_lookups_agree_with_the_listings_they_spare(store: &dyn Store) {
             .expect("sent"),
         None
     );
-    let recipients = [addr("bob@web"), addr("carol@web"), addr("dave@web")];
+    let (bob, carol, dave) = (addr("bob@web"), addr("carol@web"), addr("dave@web"));
+    store
+        .transition(&carol, &[(sent.id, State::Unread)], State::Done)
+        .expect("carol archives");
+    let absent = mailroom_core::MessageId::generate();
     assert_eq!(
-        store.states(sent.id, &recipients).expect("states"),
-        vec![Some(State::Unread), Some(State::Unread), None]
+        store
+            .states(&[
+                (&bob, sent.id),
+                (&carol, sent.id),
+                (&dave, sent.id),
+                (&bob, absent),
+                (&bob, other.id),
+                (&carol, other.id),
+                (&bob, sent.id),
+            ])
+            .expect("states"),
+        vec![
+            Some(State::Unread),
+            Some(State::Done),
+            None,
+            None,
+            Some(State::Unread),
+            None,
+            Some(State::Unread),
+        ]
     );
+    assert_eq!(store.states(&[]).expect("no states asked"), vec![]);
     let found = store.search(&addr("bob@web"), "needle").expect("search");
     assert_eq!(
         found

@@ -430,10 +430,11 @@ pub trait Mailboxes {
         Ok(self.outbox(sender)?.into_iter().find(|m| m.id == id))
     }
 
-    /// The state of the copy of `id` in each of `mailboxes`, in the order given (`None`: no
-    /// copy there): one question for all the recipients of a message.
-    fn states(&self, id: MessageId, mailboxes: &[Address]) -> Result<Vec<Option<State>>> {
-        mailboxes.iter().map(|m| self.state_of(m, id)).collect()
+    /// The state of each copy `(mailbox, id)`, in the order given (`None`: no copy there): one
+    /// question for every recipient of a listing's sent messages, which a database answers with
+    /// one query (the default asks for each).
+    fn states(&self, copies: &[(&Address, MessageId)]) -> Result<Vec<Option<State>>> {
+        copies.iter().map(|(m, id)| self.state_of(m, *id)).collect()
     }
 
     /// The copies in `mailbox`, in every state, whose subject or body contains `query` (see

@@ -849,21 +849,29 @@ impl Mailboxes for PgStore {
         Ok(messages_of(&rows).pop())
     }
 
-    fn states(&self, id: MessageId, mailboxes: &[Address]) -> Result<Vec<Option<State>>> {
-        let id_s = id.to_string();
-        let keys: Vec<String> = mailboxes.iter().map(mailbox_key).collect();
-        let rows = self.read("look up a message's states", |c| {
+    fn states(&self, copies: &[(&Address, MessageId)]) -> Result<Vec<Option<State>>> {
+        if copies.is_empty() {
+            return Ok(vec![]);
+        }
+        let keys: Vec<String> = copies.iter().map(|(m, _)| mailbox_key(m)).collect();
+        let ids: Vec<String> = copies.iter().map(|(_, id)| id.to_string()).collect();
+        let rows = self.read("look up messages' states", |c| {
             c.query_typed(
-                "SELECT mailbox, state FROM copies WHERE id = $1 AND mailbox = ANY($2)",
-                &[(&id_s, Type::TEXT), (&keys, Type::TEXT_ARRAY)],
+                "SELECT q.n, c.state FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(mailbox, id, n) \
+                 JOIN copies c ON c.mailbox = q.mailbox AND c.id = q.id",
+                &[(&keys, Type::TEXT_ARRAY), (&ids, Type::TEXT_ARRAY)],
             )
         })?;
-        let found: std::collections::HashMap<String, String> =
-            rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        Ok(keys
-            .iter()
-            .map(|k| found.get(k).and_then(|s| parse_state(s)))
-            .collect())
+        let mut out = vec![None; copies.len()];
+        for row in &rows {
+            let n: i64 = row.get(0);
+            let state: String = row.get(1);
+            // `n` is an ordinal of the copies asked for, 1-based.
+            if let Some(slot) = usize::try_from(n - 1).ok().and_then(|k| out.get_mut(k)) {
+                *slot = parse_state(&state);
+            }
+        }
+        Ok(out)
     }
 
     fn search(&self, mailbox: &Address, query: &str) -> Result<Listing> {
