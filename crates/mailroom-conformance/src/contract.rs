@@ -192,6 +192,104 @@ pub fn transition_moves_a_copy_at_most_once(store: &dyn Store) {
     );
 }
 
+/// A listing's moves are one call, and what others did between the listing and the move shows
+/// in its answers: a copy another reader read, a `done` archived or its sender cancelled is not
+/// moved again, an absent one is reported so, and an edit made before the move is what moved.
+/// `get_many` then answers each copy as it is now, in the order asked.
+pub fn a_batch_reports_the_copies_others_moved_first(store: &dyn Store) {
+    let bob = addr("bob@web");
+    let copies: Vec<Message> = (0..6)
+        .map(|i| message("alice@web", "bob@web", &format!("m{i}")))
+        .collect();
+    for m in &copies {
+        store.deliver(&bob, m).expect("deliver");
+    }
+    // After bob's listing, before his move: another reader reads m1, a `done` archives m2,
+    // alice cancels m3 and edits m4.
+    for (m, to) in [
+        (&copies[1], State::Read),
+        (&copies[2], State::Done),
+        (&copies[3], State::Cancelled),
+    ] {
+        assert_eq!(
+            store
+                .transition(&bob, &[(m.id, State::Unread)], to)
+                .expect("moved by another"),
+            vec![true]
+        );
+    }
+    let edited = Message {
+        body: "m4, edited".into(),
+        revision: 2,
+        edited: Some(now()),
+        ..copies[4].clone()
+    };
+    assert!(store.replace_unread(&bob, &edited).expect("edit"));
+    let absent = MessageId::generate();
+    let listed: Vec<(MessageId, State)> = copies
+        .iter()
+        .map(|m| (m.id, State::Unread))
+        .chain([(absent, State::Unread)])
+        .collect();
+    assert_eq!(
+        store
+            .transition(&bob, &listed, State::Read)
+            .expect("move the listing"),
+        vec![true, false, false, false, true, true, false]
+    );
+
+    let mut asked: Vec<MessageId> = listed.iter().map(|(id, _)| *id).collect();
+    asked.push(copies[0].id);
+    let now: Vec<Option<(String, State)>> = store
+        .get_many(&bob, &asked)
+        .expect("get_many")
+        .into_iter()
+        .map(|s| s.map(|s| (s.message.body, s.state)))
+        .collect();
+    let as_now = |body: &str, state| Some((body.to_owned(), state));
+    assert_eq!(
+        now,
+        vec![
+            as_now("m0", State::Read),
+            as_now("m1", State::Read),
+            as_now("m2", State::Done),
+            as_now("m3", State::Cancelled),
+            as_now("m4, edited", State::Read),
+            as_now("m5", State::Read),
+            None,
+            as_now("m0", State::Read),
+        ]
+    );
+    assert_eq!(store.get_many(&bob, &[]).expect("nothing asked"), vec![]);
+    assert_eq!(
+        store
+            .get_many(&addr("nobody@web"), &[copies[0].id])
+            .expect("an unknown mailbox"),
+        vec![None]
+    );
+
+    // Archiving the rest, as `done --all` does: what was read and what is still pending alike.
+    let rest: Vec<(MessageId, State)> = store
+        .pending(&bob)
+        .expect("pending")
+        .messages
+        .iter()
+        .map(|s| (s.message.id, s.state))
+        .collect();
+    assert_eq!(rest.len(), 4);
+    assert_eq!(
+        store
+            .transition(&bob, &rest, State::Done)
+            .expect("archive the rest"),
+        vec![true; 4]
+    );
+    assert!(store.pending(&bob).expect("pending").messages.is_empty());
+    assert_eq!(
+        store.recently_archived(&bob, 10).expect("archived").len(),
+        5
+    );
+}
+
 pub fn replace_unread_edits_only_unread_copies(store: &dyn Store) {
     let bob = addr("bob@web");
     let v1 = message("alice@web", "bob@web", "v1");
@@ -681,7 +779,7 @@ pub fn a_watch_wakes_for_broadcasts_posted_after_it_started(store: &dyn Store) {
 pub fn point_lookups_agree_with_the_listings_they_spare(store: &dyn Store) {
     let m = crate::kit::mailroom(store);
     let sent = crate::kit::send(&m, "alice@web", &["bob@web", "carol@web"], "Needle in here");
-    crate::kit::send(&m, "alice@web", &["bob@web"], "nothing to find");
+    let other = crate::kit::send(&m, "alice@web", &["bob@web"], "nothing to find");
     let alice = addr("alice@web");
     assert_eq!(
         store.sent(&alice, sent.id).expect("sent").map(|m| m.id),
@@ -693,11 +791,34 @@ pub fn point_lookups_agree_with_the_listings_they_spare(store: &dyn Store) {
             .expect("sent"),
         None
     );
-    let recipients = [addr("bob@web"), addr("carol@web"), addr("dave@web")];
+    let (bob, carol, dave) = (addr("bob@web"), addr("carol@web"), addr("dave@web"));
+    store
+        .transition(&carol, &[(sent.id, State::Unread)], State::Done)
+        .expect("carol archives");
+    let absent = mailroom_core::MessageId::generate();
     assert_eq!(
-        store.states(sent.id, &recipients).expect("states"),
-        vec![Some(State::Unread), Some(State::Unread), None]
+        store
+            .states(&[
+                (&bob, sent.id),
+                (&carol, sent.id),
+                (&dave, sent.id),
+                (&bob, absent),
+                (&bob, other.id),
+                (&carol, other.id),
+                (&bob, sent.id),
+            ])
+            .expect("states"),
+        vec![
+            Some(State::Unread),
+            Some(State::Done),
+            None,
+            None,
+            Some(State::Unread),
+            None,
+            Some(State::Unread),
+        ]
     );
+    assert_eq!(store.states(&[]).expect("no states asked"), vec![]);
     let found = store.search(&addr("bob@web"), "needle").expect("search");
     assert_eq!(
         found

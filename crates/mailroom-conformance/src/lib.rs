@@ -138,6 +138,7 @@ macro_rules! __cases {
             contract::deliver_fresh_publishes_every_copy_and_one_outbox_trace,
             contract::deliver_all_again_finishes_an_interrupted_call_and_doubles_nothing,
             contract::transition_moves_a_copy_at_most_once,
+            contract::a_batch_reports_the_copies_others_moved_first,
             contract::replace_unread_edits_only_unread_copies,
             contract::lookups_of_unknown_things_are_empty,
             contract::ensure_project_and_add_member_are_idempotent,

@@ -360,13 +360,21 @@ pub trait Mailboxes {
     /// The copy of `id` in `mailbox`, in whatever state it is.
     fn get(&self, mailbox: &Address, id: MessageId) -> Result<Option<Stored>>;
 
+    /// The copy of each of `ids` in `mailbox`, in the order given (`None`: no copy there), each
+    /// as [`Mailboxes::get`] answers it: one question for a listing's worth of copies, which a
+    /// database answers with one query (the default asks for each).
+    fn get_many(&self, mailbox: &Address, ids: &[MessageId]) -> Result<Vec<Option<Stored>>> {
+        ids.iter().map(|id| self.get(mailbox, *id)).collect()
+    }
+
     /// The state of the copy of `id` in `mailbox`, if there is one.
     fn state_of(&self, mailbox: &Address, id: MessageId) -> Result<Option<State>>;
 
     /// Moves each copy `(id, from)` to state `to`, each move atomic, and returns for each
     /// whether this call moved it (`false`: it was not in `from`, because someone else moved
-    /// it or it is absent). Of several concurrent moves of one copy, at most one succeeds.
-    /// When this returns, the moves are durable.
+    /// it or it is absent). Of several concurrent moves of one copy, at most one succeeds; a
+    /// copy named twice is moved by its first mention at most. When this returns, the moves
+    /// are durable. A listing's moves are one call: a database makes it one statement.
     fn transition(
         &self,
         mailbox: &Address,
@@ -422,10 +430,11 @@ pub trait Mailboxes {
         Ok(self.outbox(sender)?.into_iter().find(|m| m.id == id))
     }
 
-    /// The state of the copy of `id` in each of `mailboxes`, in the order given (`None`: no
-    /// copy there): one question for all the recipients of a message.
-    fn states(&self, id: MessageId, mailboxes: &[Address]) -> Result<Vec<Option<State>>> {
-        mailboxes.iter().map(|m| self.state_of(m, id)).collect()
+    /// The state of each copy `(mailbox, id)`, in the order given (`None`: no copy there): one
+    /// question for every recipient of a listing's sent messages, which a database answers with
+    /// one query (the default asks for each).
+    fn states(&self, copies: &[(&Address, MessageId)]) -> Result<Vec<Option<State>>> {
+        copies.iter().map(|(m, id)| self.state_of(m, *id)).collect()
     }
 
     /// The copies in `mailbox`, in every state, whose subject or body contains `query` (see

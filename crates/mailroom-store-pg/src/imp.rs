@@ -491,6 +491,36 @@ impl PgStore {
     }
 }
 
+/// Moves the copies `($4[n], from $5[n])` of mailbox `$1` to state `$2` at time `$3`, in one
+/// statement, and answers the `n` of each copy it moved. Each takes its place in the order of
+/// moves in the order given (the sequence drawn in a materialized CTE, row by row), as one
+/// statement per copy did; in strict mode the trigger of migration 0009 draws it itself.
+const MOVE: &str = "WITH m AS (SELECT u.id, u.from_state, u.n, nextval('moves') AS seq \
+     FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS u(id, from_state, n)) \
+     UPDATE copies c SET state = $2, moved = m.seq, moved_ns = $3 \
+     FROM m WHERE c.mailbox = $1 AND c.id = m.id AND c.state = m.from_state \
+     RETURNING m.n";
+
+/// The moves of one `transition` as rounds of indices, each id at most once a round: the first
+/// mention of every id, then the second, and so on. One statement can move a row only once, and
+/// a copy named twice must be moved by its first mention, as one statement per move did.
+fn rounds(moves: &[(MessageId, State)]) -> Vec<Vec<usize>> {
+    let mut seen: std::collections::HashMap<MessageId, usize> =
+        std::collections::HashMap::with_capacity(moves.len());
+    let mut rounds: Vec<Vec<usize>> = Vec::new();
+    for (i, (id, _)) in moves.iter().enumerate() {
+        let k = seen.entry(*id).or_insert(0);
+        if rounds.len() <= *k {
+            rounds.push(Vec::new());
+        }
+        if let Some(round) = rounds.get_mut(*k) {
+            round.push(i);
+        }
+        *k += 1;
+    }
+    rounds
+}
+
 impl Mailboxes for PgStore {
     fn deliver(&self, recipient: &Address, message: &Message) -> Result<bool> {
         // One copy without its trace (a correction, HUMAN's copy of a hold request): the
@@ -609,6 +639,25 @@ impl Mailboxes for PgStore {
             .pop())
     }
 
+    fn get_many(&self, mailbox: &Address, ids: &[MessageId]) -> Result<Vec<Option<Stored>>> {
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let keys: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        let found = self.copies(
+            "look up messages",
+            mailbox,
+            "AND id = ANY($2)",
+            &[(&keys, Type::TEXT_ARRAY)],
+        )?;
+        let found: std::collections::HashMap<MessageId, Stored> = found
+            .messages
+            .into_iter()
+            .map(|s| (s.message.id, s))
+            .collect();
+        Ok(ids.iter().map(|id| found.get(id).cloned()).collect())
+    }
+
     fn state_of(&self, mailbox: &Address, id: MessageId) -> Result<Option<State>> {
         let (m, id) = (mailbox_key(mailbox), id.to_string());
         let row = self.read("look up a message's state", |c| {
@@ -626,29 +675,37 @@ impl Mailboxes for PgStore {
         moves: &[(MessageId, State)],
         to: State,
     ) -> Result<Vec<bool>> {
+        if moves.is_empty() {
+            return Ok(vec![]);
+        }
         let m = mailbox_key(mailbox);
         let spelled = mailbox.to_string();
         let to_s = state_str(to);
-        let moves: Vec<(String, &'static str)> = moves
-            .iter()
-            .map(|(id, from)| (id.to_string(), state_str(*from)))
-            .collect();
+        let rounds = rounds(moves);
         self.write("move messages", |tx| {
             let now = now_ns();
-            let mut out = Vec::with_capacity(moves.len());
-            for (id, from) in &moves {
-                let n = tx.execute_typed(
-                    "UPDATE copies SET state = $3, moved = nextval('moves'), moved_ns = $5 \
-                     WHERE mailbox = $1 AND id = $2 AND state = $4",
+            let mut out = vec![false; moves.len()];
+            for round in &rounds {
+                let ids: Vec<String> = round.iter().map(|&i| moves[i].0.to_string()).collect();
+                let froms: Vec<&str> = round.iter().map(|&i| state_str(moves[i].1)).collect();
+                let rows = tx.query_typed(
+                    MOVE,
                     &[
                         (&m, Type::TEXT),
-                        (id, Type::TEXT),
                         (&to_s, Type::TEXT),
-                        (from, Type::TEXT),
                         (&now, Type::INT8),
+                        (&ids, Type::TEXT_ARRAY),
+                        (&froms, Type::TEXT_ARRAY),
                     ],
                 )?;
-                out.push(n > 0);
+                for row in rows {
+                    let n: i64 = row.try_get(0)?;
+                    // `n` is an ordinal of `ids`, 1-based: the statement answers nothing else.
+                    let at = usize::try_from(n - 1).ok().and_then(|k| round.get(k));
+                    if let Some(&i) = at {
+                        out[i] = true;
+                    }
+                }
             }
             if to == State::Unread && out.iter().any(|&b| b) {
                 bump_mailbox(tx, &self.schema, &m, &spelled)?;
@@ -792,21 +849,29 @@ impl Mailboxes for PgStore {
         Ok(messages_of(&rows).pop())
     }
 
-    fn states(&self, id: MessageId, mailboxes: &[Address]) -> Result<Vec<Option<State>>> {
-        let id_s = id.to_string();
-        let keys: Vec<String> = mailboxes.iter().map(mailbox_key).collect();
-        let rows = self.read("look up a message's states", |c| {
+    fn states(&self, copies: &[(&Address, MessageId)]) -> Result<Vec<Option<State>>> {
+        if copies.is_empty() {
+            return Ok(vec![]);
+        }
+        let keys: Vec<String> = copies.iter().map(|(m, _)| mailbox_key(m)).collect();
+        let ids: Vec<String> = copies.iter().map(|(_, id)| id.to_string()).collect();
+        let rows = self.read("look up messages' states", |c| {
             c.query_typed(
-                "SELECT mailbox, state FROM copies WHERE id = $1 AND mailbox = ANY($2)",
-                &[(&id_s, Type::TEXT), (&keys, Type::TEXT_ARRAY)],
+                "SELECT q.n, c.state FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(mailbox, id, n) \
+                 JOIN copies c ON c.mailbox = q.mailbox AND c.id = q.id",
+                &[(&keys, Type::TEXT_ARRAY), (&ids, Type::TEXT_ARRAY)],
             )
         })?;
-        let found: std::collections::HashMap<String, String> =
-            rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-        Ok(keys
-            .iter()
-            .map(|k| found.get(k).and_then(|s| parse_state(s)))
-            .collect())
+        let mut out = vec![None; copies.len()];
+        for row in &rows {
+            let n: i64 = row.get(0);
+            let state: String = row.get(1);
+            // `n` is an ordinal of the copies asked for, 1-based.
+            if let Some(slot) = usize::try_from(n - 1).ok().and_then(|k| out.get_mut(k)) {
+                *slot = parse_state(&state);
+            }
+        }
+        Ok(out)
     }
 
     fn search(&self, mailbox: &Address, query: &str) -> Result<Listing> {

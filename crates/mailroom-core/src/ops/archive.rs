@@ -6,7 +6,7 @@ use jiff::Timestamp;
 
 use crate::address::Address;
 use crate::error::{Error, Fix, Result};
-use crate::message::{Damaged, Kind, Listing, Message, Priority, State, Stored};
+use crate::message::{Damaged, Kind, Listing, Message, MessageId, Priority, State, Stored};
 use crate::name::Name;
 use crate::ops::Mailroom;
 use crate::ops::send::{Draft, Sent};
@@ -109,9 +109,15 @@ impl Mailroom<'_> {
             .into_iter()
             .filter(|m| hits.iter().all(|h| h.stored.message.id != m.id))
             .collect();
+        // The state of each one's first recipient's copy, as one question.
+        let firsts: Vec<(&Address, MessageId)> = sent
+            .iter()
+            .filter_map(|m| m.to.first().map(|to| (to, m.id)))
+            .collect();
+        let mut states = self.store.states(&firsts)?.into_iter();
         for message in sent {
             let state = match message.to.first() {
-                Some(to) => self.store.state_of(to, message.id)?,
+                Some(_) => states.next().flatten(),
                 None => None,
             };
             hits.push(SearchHit {

@@ -170,8 +170,9 @@ impl Mailroom<'_> {
         let mut fresh: std::collections::HashMap<MessageId, Option<Stored>> = Default::default();
         if !unread.is_empty() {
             let moved = self.store.transition(me, &unread, State::Read)?;
-            for ((id, _), moved) in unread.iter().zip(moved) {
-                let now = self.store.get(me, *id)?;
+            let ids: Vec<MessageId> = unread.iter().map(|(id, _)| *id).collect();
+            let now = self.store.get_many(me, &ids)?;
+            for ((id, moved), now) in ids.iter().zip(moved).zip(now) {
                 let now = now.map(|now| match moved {
                     // The content moved, with the state it had before this call.
                     true => Stored {
@@ -307,20 +308,20 @@ impl Mailroom<'_> {
             return Ok(());
         }
         let moved = self.store.transition(me, &unread, State::Read)?;
-        for ((id, _), moved) in unread.iter().zip(moved) {
-            let Some(slot) = shown.iter_mut().find(|s| s.message.id == *id) else {
+        let ids: Vec<MessageId> = unread.iter().map(|(id, _)| *id).collect();
+        let now = self.store.get_many(me, &ids)?;
+        // `unread` lists the unread ones among `shown`, in order: the same walk pairs them up.
+        let slots = shown.iter_mut().filter(|s| s.state == State::Unread);
+        for ((slot, moved), now) in slots.zip(moved).zip(now) {
+            let Some(now) = now else {
                 continue;
             };
-            if !moved {
+            if moved {
+                slot.message = now.message;
+                slot.warnings = now.warnings;
+            } else {
                 // Cancelled or read by a concurrent reader: report its state as it is now.
-                if let Some(now) = self.store.get(me, *id)? {
-                    *slot = now;
-                }
-                continue;
-            }
-            if let Some(fresh) = self.store.get(me, *id)? {
-                slot.message = fresh.message;
-                slot.warnings = fresh.warnings;
+                *slot = now;
             }
         }
         Ok(())

@@ -209,16 +209,28 @@ impl Mailroom<'_> {
         let mut sent = self.store.outbox(me)?;
         sent.sort_by_key(|m| m.id);
         let skip = sent.len().saturating_sub(limit.unwrap_or(usize::MAX));
-        sent.into_iter()
-            .skip(skip)
+        let sent = sent.split_off(skip);
+        // Every recipient of every message listed, as one question.
+        let copies: Vec<(&Address, MessageId)> = sent
+            .iter()
+            .flat_map(|m| m.to.iter().map(move |to| (to, m.id)))
+            .collect();
+        let mut states = self.store.states(&copies)?.into_iter();
+        Ok(sent
+            .into_iter()
             .map(|message| {
-                let states = self.store.states(message.id, &message.to)?;
-                let recipients = message.to.iter().cloned().zip(states).collect();
-                Ok(OutboxEntry {
+                let n = message.to.len();
+                let recipients = message
+                    .to
+                    .iter()
+                    .cloned()
+                    .zip(states.by_ref().take(n))
+                    .collect();
+                OutboxEntry {
                     message,
                     recipients,
-                })
+                }
             })
-            .collect()
+            .collect())
     }
 }

@@ -1575,6 +1575,62 @@ fn strict_mode_roles_can_neither_read_nor_forge_each_others_mail() {
 /// (already read, or archived with an archive time of its choosing, or at a revision it never
 /// had), and re-addressing or re-dating a copy it sent. Everything the CLI does as an agent still
 /// works, and the owner's export and doctor too.
+/// A listing's moves are one statement on PostgreSQL: row-level security and the trigger of
+/// migration 0009 let a role move its own copies that way, a whole inbox at once, and never
+/// another's.
+#[test]
+fn strict_mode_roles_move_a_whole_listing_of_their_own_copies_at_once() {
+    use mailroom_core::{Address, Mailboxes as _, MessageId, State};
+    let Some(h) = PgHome::new("strict_listing") else {
+        return;
+    };
+    for who in ["alice", "bob"] {
+        h.as_("HUMAN", &["--project", "web", "roster", "add", who])
+            .ok();
+    }
+    let mut roles = Roles::new(&h.db);
+    let (_, alice_url) = roles.agent(&h, "alice");
+    let (_, bob_url) = roles.agent(&h, "bob");
+    let as_role = |url: &str, who: &str, args: &[&str]| as_role(&h, url, who, args);
+    let sent: Vec<MessageId> = (0..5)
+        .map(|i| {
+            let note = format!("note {i}");
+            let v = as_role(
+                &alice_url,
+                "alice@web",
+                &["--json", "send", "--to", "bob", "-m", &note],
+            )
+            .json();
+            MessageId::parse(v["id"].as_str().unwrap()).unwrap()
+        })
+        .collect();
+    let bob_box = Address::parse_canonical("bob@web").unwrap();
+    let owner = mailroom_store_pg::PgStore::open(&h.db.url()).unwrap();
+    let states = || {
+        let copies: Vec<(&Address, MessageId)> = sent.iter().map(|id| (&bob_box, *id)).collect();
+        owner.states(&copies).unwrap()
+    };
+    // The sender's role moves none of them, though it may read them and cancel each.
+    let alice_store = mailroom_store_pg::PgStore::open(&alice_url).unwrap();
+    let listing: Vec<(MessageId, State)> = sent.iter().map(|id| (*id, State::Unread)).collect();
+    let refused = alice_store.transition(&bob_box, &listing, State::Read);
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(states(), vec![Some(State::Unread); 5]);
+
+    let inbox = as_role(&bob_url, "bob@web", &["--json", "inbox"]).json();
+    let shown: Vec<&str> = inbox["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown, vec!["unread"; 5], "{inbox}");
+    assert_eq!(states(), vec![Some(State::Read); 5]);
+    as_role(&bob_url, "bob@web", &["done", "--all"]).ok();
+    assert_eq!(states(), vec![Some(State::Done); 5]);
+    assert_eq!(owner.recently_archived(&bob_box, 10).unwrap().len(), 5);
+}
+
 #[test]
 fn strict_mode_roles_deliver_copies_only_as_sent_and_never_readdress_them() {
     let Some(h) = PgHome::new("strict_copies") else {
