@@ -790,8 +790,18 @@ fn read_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
         t,
         &me,
         View {
-            noun: "pending message",
-            place: "",
+            // What the header counts is what the reader now holds: archived by this read
+            // unless it kept them pending.
+            noun: if a.no_archive {
+                "pending message"
+            } else {
+                "message"
+            },
+            place: if a.no_archive {
+                ""
+            } else {
+                " (the directed ones shown are archived by this read)"
+            },
             hints: true,
             more: inbox.more,
         },

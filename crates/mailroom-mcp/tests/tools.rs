@@ -663,6 +663,13 @@ async fn read_mail_that_archives_hints_no_mark_done() {
     .await;
     let archiving = text(&call(&bob, "read_mail", json!({"limit": 1})).await);
     assert!(!archiving.contains("mark_done"), "{archiving}");
+    // The header counts what this read archived, not "pending" mail.
+    assert!(
+        archiving.starts_with(
+            "=== mailroom: 2 messages (the directed ones shown are archived by this read) for bob@web ==="
+        ),
+        "{archiving}"
+    );
     assert!(
         archiving.contains("-> reply: reply_mail(id=")
             && archiving.contains("(archived; no done step)"),
@@ -671,6 +678,10 @@ async fn read_mail_that_archives_hints_no_mark_done() {
     // Left pending, the message still has its done step.
     let pending = text(&call(&bob, "read_mail", json!({"no_archive": true})).await);
     assert!(pending.contains("| done: mark_done(ids=["), "{pending}");
+    assert!(
+        pending.starts_with("=== mailroom: 1 pending message for bob@web ==="),
+        "{pending}"
+    );
 }
 
 #[tokio::test]
