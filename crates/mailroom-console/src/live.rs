@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt as _};
 use mailroom_core::MessageId;
@@ -20,7 +20,7 @@ use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 
 use crate::Console;
-use crate::view::Failure;
+use crate::view::{Failure, PageQuery};
 
 /// Most event streams open at once; one more is answered 503. A browser keeps one per open
 /// console tab (and at most six connections per server), so this is many tabs of many browsers.
@@ -158,7 +158,7 @@ fn mail_event(id: MessageId, kind: &str) -> Event {
 /// is pending now and newer than the page, then what the server's watch sees arrive.
 pub async fn events(
     State(c): State<Console>,
-    Query(q): Query<EventsQuery>,
+    PageQuery(q): PageQuery<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, Failure> {
     let after = q.after.as_deref().and_then(MessageId::parse);
     // Subscribed before the look below, so a message landing in between is not missed.

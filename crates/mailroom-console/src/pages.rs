@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::response::Response;
 use jiff::Timestamp;
 use mailroom_core::{
@@ -15,7 +15,9 @@ use maud::html;
 use serde::Deserialize;
 
 use crate::Console;
-use crate::view::{self, Counts, Failure, Page, age, answer_forms, content, kind_class, meta};
+use crate::view::{
+    self, Counts, Failure, Page, PagePath, PageQuery, age, answer_forms, content, kind_class, meta,
+};
 
 /// How far up a thread a decision shows what it answers.
 const ANCESTORS: usize = 8;
@@ -208,7 +210,10 @@ pub struct ComposeQuery {
     pub sent: Option<String>,
 }
 
-pub async fn compose(State(c): State<Console>, Query(q): Query<ComposeQuery>) -> PageResult {
+pub async fn compose(
+    State(c): State<Console>,
+    PageQuery(q): PageQuery<ComposeQuery>,
+) -> PageResult {
     let (rosters, pending) = c
         .blocking(|mr, me| Ok::<_, mailroom_core::Error>((rosters(mr)?, mr.peek(me)?.messages)))
         .await??;
@@ -398,8 +403,8 @@ pub struct KindQuery {
 
 pub async fn channel(
     State(c): State<Console>,
-    Path((project, name)): Path<(String, String)>,
-    Query(q): Query<KindQuery>,
+    PagePath((project, name)): PagePath<(String, String)>,
+    PageQuery(q): PageQuery<KindQuery>,
 ) -> PageResult {
     let project_name = Name::parse(&project).map_err(|e| {
         Failure::bad(format!(
@@ -463,7 +468,7 @@ pub async fn channel(
 /// One entry of a channel, whole: the page a channel entry's subject links to.
 pub async fn entry(
     State(c): State<Console>,
-    Path((project, name, id)): Path<(String, String, String)>,
+    PagePath((project, name, id)): PagePath<(String, String, String)>,
 ) -> PageResult {
     let project_name = Name::parse(&project).map_err(|e| {
         Failure::bad(format!(
@@ -515,7 +520,7 @@ fn parse_id(id: &str) -> Result<MessageId, Failure> {
     })
 }
 
-pub async fn thread(State(c): State<Console>, Path(id): Path<String>) -> PageResult {
+pub async fn thread(State(c): State<Console>, PagePath(id): PagePath<String>) -> PageResult {
     let thread = parse_id(&id)?;
     let (messages, pending) = c
         .blocking(move |mr, me| {
@@ -564,7 +569,7 @@ pub async fn thread(State(c): State<Console>, Path(id): Path<String>) -> PageRes
     .render(main))
 }
 
-pub async fn message(State(c): State<Console>, Path(id): Path<String>) -> PageResult {
+pub async fn message(State(c): State<Console>, PagePath(id): PagePath<String>) -> PageResult {
     let (shown, pending) = c
         .blocking(move |mr, me| {
             let shown = match mr.read(me, &id, false) {
@@ -611,7 +616,7 @@ pub struct SearchQuery {
     pub q: Option<String>,
 }
 
-pub async fn search(State(c): State<Console>, Query(q): Query<SearchQuery>) -> PageResult {
+pub async fn search(State(c): State<Console>, PageQuery(q): PageQuery<SearchQuery>) -> PageResult {
     let query = q.q.unwrap_or_default();
     let asked = query.trim().to_owned();
     let (hits, pending) = c

@@ -231,6 +231,59 @@ pub fn answer_forms(id: MessageId, back: &str, csrf: &str, label: &str) -> Marku
     }
 }
 
+/// A page's path parameters, refused in the console's words (400) when they do not read
+/// (`/channel/x/%FF`), never in axum's own rejection text.
+#[derive(Debug)]
+pub struct PagePath<T>(pub T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for PagePath<T>
+where
+    T: serde::de::DeserializeOwned + Send,
+    S: Send + Sync,
+{
+    type Rejection = Failure;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Failure> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Path(t)| PagePath(t))
+            .map_err(|_| {
+                Failure::bad(
+                    "this address is not one of the console's pages: follow a link from the console instead.",
+                )
+            })
+    }
+}
+
+/// A page's query parameters, refused in the console's words (400) when they do not read.
+#[derive(Debug)]
+pub struct PageQuery<T>(pub T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for PageQuery<T>
+where
+    T: serde::de::DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = Failure;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Failure> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|axum::extract::Query(t)| PageQuery(t))
+            .map_err(|_| {
+                Failure::bad(
+                    "this address asks the console for something its pages never ask: follow a link from the console instead.",
+                )
+            })
+    }
+}
+
 /// A failed page: the core's sentence, or the console's.
 #[derive(Debug)]
 pub struct Failure {

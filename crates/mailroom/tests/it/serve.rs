@@ -938,3 +938,30 @@ fn serve_decisions_come_most_urgent_first_as_in_the_inbox() {
         .collect();
     assert_eq!(order, [hold.as_str(), high.as_str(), low.as_str()]);
 }
+
+/// An address whose path or query does not read is refused in the console's words (400),
+/// never with the web framework's own rejection text.
+#[test]
+fn serve_refuses_an_unreadable_address_in_its_own_words() {
+    let home = Home::new();
+    let c = Console::start(&home);
+    for path in [
+        "/channel/x/%FF",
+        "/channel/x/y/%FF",
+        "/m/%FF",
+        "/thread/%FF",
+    ] {
+        let a = c.get(path);
+        assert_eq!(a.status, 400, "{path}: {a:?}");
+        assert!(
+            a.body.contains("follow a link from the console instead"),
+            "{path}: {}",
+            a.body
+        );
+        assert!(
+            !a.body.contains("Invalid URL") && !a.body.contains("Failed to deserialize"),
+            "{path}: {}",
+            a.body
+        );
+    }
+}
