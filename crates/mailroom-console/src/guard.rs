@@ -82,6 +82,12 @@ fn same(a: &str, b: &str) -> bool {
 /// Checks one request; answers refused ones itself.
 pub async fn guard(State(console): State<Console>, request: Request, next: Next) -> Response {
     let verdict = check(&console, &request);
+    if !matches!(verdict, Verdict::Refuse(..))
+        && let Some(admitted) = request.extensions().get::<crate::Admitted>()
+    {
+        // This connection showed the token: a full server no longer closes it for another.
+        admitted.mark();
+    }
     let mut response = match verdict {
         Verdict::Pass => next.run(request).await,
         Verdict::SetCookie(location) => {

@@ -174,6 +174,55 @@ impl Limits {
     };
 }
 
+/// Whether a connection has shown this run's token (set by the guard, read by the accept loop).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Admitted(Arc<std::sync::atomic::AtomicBool>);
+
+impl Admitted {
+    pub(crate) fn mark(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// The open connections that may be closed to make room: when every slot is taken, a new
+/// connection closes the oldest one that has never shown the token, so that anyone who can
+/// merely connect (another program of the machine, holding connections open without a
+/// request) cannot keep the operator's browser out.
+#[derive(Default)]
+struct Open {
+    next: u64,
+    list: std::collections::VecDeque<(u64, Admitted, Arc<tokio::sync::Notify>)>,
+}
+
+impl Open {
+    fn add(&mut self, admitted: Admitted, close: Arc<tokio::sync::Notify>) -> u64 {
+        self.next += 1;
+        self.list.push_back((self.next, admitted, close));
+        self.next
+    }
+
+    fn remove(&mut self, id: u64) {
+        self.list.retain(|(i, ..)| *i != id);
+    }
+
+    /// Closes the oldest connection that never showed the token; false when there is none.
+    fn close_oldest_stranger(&mut self) -> bool {
+        match self.list.iter().position(|(_, a, _)| !a.is_set()) {
+            Some(at) => {
+                if let Some((_, _, close)) = self.list.remove(at) {
+                    close.notify_one();
+                }
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 /// Serves the console on `listener` until `shutdown` completes.
 ///
 /// One task per connection, at most `Limits::connections` of them; hyper closes a connection
@@ -188,6 +237,7 @@ pub async fn serve(
     let hub = console.inner.hub.clone();
     let app = router(console);
     let permits = Arc::new(tokio::sync::Semaphore::new(limits.connections));
+    let open = Arc::new(std::sync::Mutex::new(Open::default()));
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(limits.head);
@@ -208,16 +258,45 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            turn_away(&stream, limits.connections);
-            continue;
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                // Full: room is made only by closing a connection that never showed the token.
+                let made = lock(&open).close_oldest_stranger();
+                let freed = if made {
+                    tokio::time::timeout(Duration::from_secs(1), permits.clone().acquire_owned())
+                        .await
+                        .ok()
+                        .and_then(Result::ok)
+                } else {
+                    None
+                };
+                match freed {
+                    Some(permit) => permit,
+                    None => {
+                        turn_away(&stream, limits.connections);
+                        continue;
+                    }
+                }
+            }
         };
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let admitted = Admitted::default();
+        let close = Arc::new(tokio::sync::Notify::new());
+        let id = lock(&open).add(admitted.clone(), close.clone());
+        let service = hyper_util::service::TowerToHyperService::new(
+            app.clone().layer(axum::Extension(admitted)),
+        );
         let connection =
             graceful.watch(http.serve_connection(hyper_util::rt::TokioIo::new(stream), service));
+        let open = open.clone();
         tokio::spawn(async move {
-            // A connection that failed (reset, late head) has nothing more to say to anyone.
-            let _ = connection.await;
+            tokio::select! {
+                // A connection that failed (reset, late head) has nothing more to say to anyone.
+                _ = connection => {}
+                // Closed to make room: dropping the connection closes its socket.
+                () = close.notified() => {}
+            }
+            lock(&open).remove(id);
             drop(permit);
         });
     }
@@ -226,6 +305,13 @@ pub async fn serve(
     hub.stop();
     graceful.shutdown().await;
     Ok(())
+}
+
+/// The open connections, whatever a panicking holder left (the list stays consistent: each
+/// change is one push or removal).
+fn lock(open: &std::sync::Mutex<Open>) -> std::sync::MutexGuard<'_, Open> {
+    open.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Errors of one connection, not of the listener.

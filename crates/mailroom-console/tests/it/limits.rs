@@ -147,16 +147,69 @@ fn a_body_sent_slowly_is_answered_408_and_changes_nothing() {
     assert!(answer.contains("refused: the request's body"), "{answer}");
 }
 
+/// One answer on a kept-alive connection: its head, then as many body bytes as it says.
+fn one_answer(s: &mut TcpStream) -> String {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        assert_eq!(s.read(&mut byte).unwrap(), 1, "the server closed mid-head");
+        got.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&got).into_owned();
+    let length: usize = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length: ")
+                .map(str::to_owned)
+        })
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    s.read_exact(&mut body).unwrap();
+    head + &String::from_utf8_lossy(&body)
+}
+
+/// A full server makes room by closing the oldest connection that never showed the token: a
+/// program that merely holds connections open cannot keep the operator out. When every
+/// connection has shown it, the next one is answered 503 at once.
 #[test]
-fn connections_beyond_the_cap_are_answered_503_at_once_and_later_ones_served() {
+fn a_full_server_closes_a_stranger_for_a_newcomer_and_refuses_only_when_all_are_admitted() {
     let server = serve(SHORT);
-    let mut held: Vec<TcpStream> = (0..SHORT.connections).map(|_| server.connect()).collect();
+    let mut strangers: Vec<TcpStream> = (0..SHORT.connections).map(|_| server.connect()).collect();
+    // The operator's browser, one more: the oldest stranger is closed for it, and it is served.
+    let mut browser = server.connect();
+    let request = format!(
+        "{}Connection: close\r\n\r\n",
+        server.head("GET", "/static/console.css")
+    );
+    browser.write_all(request.as_bytes()).unwrap();
+    assert_eq!(status(&until_closed(&mut browser)), 200);
+    let oldest = strangers.remove(0);
+    let mut oldest = oldest;
+    assert_eq!(
+        until_closed(&mut oldest),
+        "",
+        "the oldest stranger was closed unanswered"
+    );
+    drop(strangers);
+
+    // Every place taken by a connection that showed the token and stays open: one more is 503.
+    let mut admitted: Vec<TcpStream> = (0..SHORT.connections)
+        .map(|_| {
+            let mut s = server.connect();
+            s.write_all(format!("{}\r\n", server.head("GET", "/static/console.css")).as_bytes())
+                .unwrap();
+            assert_eq!(status(&one_answer(&mut s)), 200);
+            s
+        })
+        .collect();
     let mut extra = server.connect();
     let answer = until_closed(&mut extra);
     assert_eq!(status(&answer), 503, "{answer}");
     assert!(answer.contains("4 open connections"), "{answer}");
-    // One held connection ends (the server answers it and closes): its place is free again.
-    let mut first = held.remove(0);
+    // One of them ends: its place is free again.
+    let mut first = admitted.remove(0);
     let request = format!(
         "{}Connection: close\r\n\r\n",
         server.head("GET", "/static/console.css")
@@ -164,11 +217,7 @@ fn connections_beyond_the_cap_are_answered_503_at_once_and_later_ones_served() {
     first.write_all(request.as_bytes()).unwrap();
     assert_eq!(status(&until_closed(&mut first)), 200);
     let mut next = server.connect();
-    let request = format!(
-        "{}Connection: close\r\n\r\n",
-        server.head("GET", "/static/console.css")
-    );
     next.write_all(request.as_bytes()).unwrap();
     assert_eq!(status(&until_closed(&mut next)), 200);
-    drop(held);
+    drop(admitted);
 }
