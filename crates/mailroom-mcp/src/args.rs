@@ -219,10 +219,11 @@ pub struct ResolveHandle {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InitMail {
-    /// The project to join; created (policy open) when it does not exist yet.
-    pub project_handle: String,
-    /// The handle to put on its roster: yourself on a server bound to one identity.
-    pub handle: String,
+    /// The project to join; created (policy open) when it does not exist yet. A member's
+    /// server joins its own project.
+    pub project_handle: Option<String>,
+    /// The handle to put on its roster. A member's server puts itself.
+    pub handle: Option<String>,
     /// What the member does, one line ("backend", "reviewer").
     #[serde(default)]
     pub role: String,

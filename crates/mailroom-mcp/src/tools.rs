@@ -93,6 +93,9 @@ pub enum Acting {
     /// `handle`, and `project_handle`, which also says whose channels: it stays for a server
     /// acting as HUMAN, who has no project of its own.
     InProject,
+    /// `project_handle` and `handle`, which on a member's server can only name that member;
+    /// a server acting as HUMAN, who puts anyone on any roster, keeps both.
+    Member,
 }
 
 /// The acting member of most tools.
@@ -112,6 +115,8 @@ impl Spec {
             (Acting::Fields(fields), _) => fields,
             (Acting::InProject, Some(_)) => MEMBER,
             (Acting::InProject, None) => &["handle"],
+            (Acting::Member, Some(_)) => MEMBER,
+            (Acting::Member, None) => &[],
         };
         if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
             for field in left_out {
@@ -345,7 +350,7 @@ pub static TOOLS: &[Spec] = &[
         idempotent: false,
         lifecycle: false,
         waits: false,
-        acting: Acting::Fields(&[]),
+        acting: Acting::Member,
         input: input::<args::InitMail>,
         output: init_out,
         run: init_mail,
@@ -1012,15 +1017,24 @@ fn init_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
             ))
         })?,
     };
-    // A member puts itself on a roster; the operator's server acts as HUMAN, who may add anyone.
+    // A member puts itself on its own project's roster (the fields default to the server's
+    // identity and may only name it); HUMAN, on the operator's server, may add anyone anywhere.
     let actor = match &t.identity {
-        Some(_) => t.actor(Some(&a.project_handle), Some(&a.handle), "handle")?,
+        Some(_) => t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?,
         None => Address::human(),
     };
-    let (member, created) =
-        t.mr.join(&actor, &a.project_handle, &a.handle, &a.role, status)?;
+    let (project, handle) = match (actor.project(), &a.project_handle, &a.handle) {
+        (Some(p), ..) => (p.to_string(), actor.handle.to_string()),
+        (None, Some(p), Some(h)) => (p.clone(), h.clone()),
+        (None, ..) => {
+            return Err(Error::Invalid(
+                "init_mail on the operator's server needs project_handle and handle: the project to join and the handle to put on its roster".into(),
+            ));
+        }
+    };
+    let (member, created) = t.mr.join(&actor, &project, &handle, &a.role, status)?;
     Ok(plain(json!({
-        "project": a.project_handle,
+        "project": project,
         "member": mailroom_json::member_json(&member),
         "created_project": created,
     })))

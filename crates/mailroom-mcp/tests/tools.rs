@@ -731,8 +731,8 @@ async fn a_bound_server_lists_no_field_naming_who_acts() {
             .map(|(t, f)| (t.to_string(), f.iter().map(|f| f.to_string()).collect()))
             .collect()
     };
-    // What is left names a recipient's project, a project to list or join, or another member
-    // to look at: never the one acting.
+    // What is left names a recipient's project, a project to list, or another member to look
+    // at: never the one acting (a member's server joins only its own project, as itself).
     assert_eq!(
         listed(Some("alice@web")).await,
         owned(&[
@@ -740,7 +740,6 @@ async fn a_bound_server_lists_no_field_naming_who_acts() {
             ("get_roster", &["project_handle"]),
             ("get_member_context", &["handle", "project_handle"]),
             ("resolve_handle_candidates", &["current_project_handle"]),
-            ("init_mail", &["handle", "project_handle"]),
         ])
     );
     // HUMAN has no project: its channel tools still say whose channels.
@@ -1339,4 +1338,34 @@ async fn the_operators_mail_carries_the_operators_notice() {
     assert_eq!(v["notice"], mailroom_core::render::OPERATOR_NOTICE, "{v}");
     let v = ok(&alice, "read_mail", json!({})).await;
     assert_eq!(v["notice"], mailroom_core::render::UNTRUSTED_NOTICE, "{v}");
+}
+
+/// A member's server joins its own project as itself with no field naming either; naming
+/// another is refused. The operator's server puts anyone on any roster and must say whom.
+#[tokio::test]
+async fn init_mail_on_a_members_server_needs_no_identity_fields() {
+    let home = tempfile::tempdir().unwrap();
+    let alice = connect(home.path(), Some("alice@web"), ToolSet::All).await;
+    let v = ok(&alice, "init_mail", json!({"role": "backend"})).await;
+    assert_eq!(v["project"], "web", "{v}");
+    assert_eq!(v["member"]["handle"], "alice", "{v}");
+    assert_eq!(v["member"]["role"], "backend", "{v}");
+    refused(
+        &alice,
+        "init_mail",
+        json!({"project_handle": "side", "handle": "alice"}),
+        "refused",
+        4,
+    )
+    .await;
+    let human = connect(home.path(), None, ToolSet::All).await;
+    let v = ok(
+        &human,
+        "init_mail",
+        json!({"project_handle": "web", "handle": "bob", "role": "review"}),
+    )
+    .await;
+    assert_eq!(v["member"]["handle"], "bob", "{v}");
+    let said = refused(&human, "init_mail", json!({"role": "x"}), "invalid", 2).await;
+    assert!(said.contains("needs project_handle and handle"), "{said}");
 }
