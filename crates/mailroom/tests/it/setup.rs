@@ -1213,3 +1213,46 @@ fn check_proves_the_hooks_and_the_mcp_server_open_the_same_mailroom() {
         split.stderr
     );
 }
+
+/// A repository's config is not trusted by `setup --check`: flags setup never writes, or a
+/// `MAILROOM_URL` in the entry's `env` (it would log in to that host with the user's
+/// `PGPASSWORD`), mean the program is not started for the comparison; the entry's
+/// `MAILROOM_HOME` is honoured.
+#[test]
+fn check_starts_nothing_a_repository_config_adds_beyond_setups_flags() {
+    let m = Machine::new();
+    m.setup(["claude"]).ok();
+    let mcp = m.repo().join(".mcp.json");
+    let set = |server: Value| {
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&mcp).unwrap()).unwrap();
+        v["mcpServers"]["mailroom"] = server;
+        m.write(&mcp, &serde_json::to_string_pretty(&v).unwrap());
+    };
+    set(json!({"type": "stdio", "command": "mailroom",
+        "args": ["--url", "postgres://x@127.0.0.1:1/db", "mcp"]}));
+    let out = m.setup([]).args(["--check", "claude"]).run();
+    assert!(
+        out.stdout
+            .contains("flags setup does not write: not started"),
+        "{}",
+        out.stdout
+    );
+    set(
+        json!({"type": "stdio", "command": "mailroom", "args": ["mcp"],
+        "env": {"MAILROOM_URL": "postgres://x@127.0.0.1:1/db", "LD_PRELOAD": "/nonexistent.so"}}),
+    );
+    let out = m.setup([]).args(["--check", "claude"]).run();
+    assert!(
+        out.stdout.contains("a URL from a config is not dialled"),
+        "{}",
+        out.stdout
+    );
+    let elsewhere = m.home.root().join("elsewhere");
+    set(
+        json!({"type": "stdio", "command": "mailroom", "args": ["mcp"],
+        "env": {"MAILROOM_HOME": elsewhere, "LD_PRELOAD": "/nonexistent.so"}}),
+    );
+    let out = m.setup([]).args(["--check", "claude"]).run();
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("DIFFERENT MAILROOMS"), "{}", out.stdout);
+}

@@ -20,9 +20,17 @@ const CODEX_DEFAULT_ENV: [&str; 10] = [
     "HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ",
 ];
 
+/// The variables an entry's own `env` may give the program --check starts: those that say
+/// which mailroom and identity it opens. A repository's config is not trusted: `LD_PRELOAD`
+/// or a `MAILROOM_URL` it names (which would log in to its host with the user's `PGPASSWORD`)
+/// never reach a program --check starts.
+const PASSED_ENV: [&str; 4] = ["MAILROOM_HOME", "MAILROOM_AS", "HOME", "XDG_DATA_HOME"];
+
 /// How a harness starts mailroom.
 #[derive(Clone, Debug, Default)]
 pub struct Launch {
+    /// Why --check will not start it (the config asks for more than setup ever writes).
+    not_started: Option<String>,
     program: String,
     /// The flags before the subcommand (`--as`, `--home`).
     globals: Vec<String>,
@@ -79,12 +87,16 @@ pub fn server(h: Harness, piece: &Piece, text: &str) -> Option<Launch> {
                 })
                 .unwrap_or_default();
             let program = argv.remove(0);
-            Some(Launch {
-                program,
-                globals: before_subcommand(&argv, "mcp"),
-                env,
-                keep: None,
-            })
+            Some(
+                Launch {
+                    program,
+                    globals: before_subcommand(&argv, "mcp"),
+                    env,
+                    keep: None,
+                    ..Launch::default()
+                }
+                .checked(),
+            )
         }
         Piece::Toml { .. } => {
             let doc: toml::Table = toml::from_str(text).ok()?;
@@ -120,12 +132,16 @@ pub fn server(h: Harness, piece: &Piece, text: &str) -> Option<Launch> {
                         .filter_map(|s| s.as_str().map(str::to_owned)),
                 )
                 .collect();
-            Some(Launch {
-                program,
-                globals: before_subcommand(&args, "mcp"),
-                env,
-                keep: Some(keep),
-            })
+            Some(
+                Launch {
+                    program,
+                    globals: before_subcommand(&args, "mcp"),
+                    env,
+                    keep: Some(keep),
+                    ..Launch::default()
+                }
+                .checked(),
+            )
         }
         Piece::Whole { .. } => None,
     }
@@ -144,11 +160,14 @@ pub fn hooks(h: Harness, piece: &Piece, text: &str) -> Option<Launch> {
                 return None;
             }
             let program = argv.remove(0);
-            return Some(Launch {
-                program,
-                globals: argv,
-                ..Launch::default()
-            });
+            return Some(
+                Launch {
+                    program,
+                    globals: argv,
+                    ..Launch::default()
+                }
+                .checked(),
+            );
         }
         Piece::Json { .. } => {
             let v = super::jsonc::value_of(text)?;
@@ -175,15 +194,21 @@ pub fn hooks(h: Harness, piece: &Piece, text: &str) -> Option<Launch> {
     };
     let mut words = shell_words(&command)?;
     let program = words.remove(0);
-    Some(Launch {
-        program,
-        globals: before_subcommand(&words, "hook"),
-        ..Launch::default()
-    })
+    Some(
+        Launch {
+            program,
+            globals: before_subcommand(&words, "hook"),
+            ..Launch::default()
+        }
+        .checked(),
+    )
 }
 
 /// What `launch` opens, run in `cwd`; Err: why it could not be told.
 pub fn view(launch: &Launch, cwd: &Path) -> Result<View, String> {
+    if let Some(why) = &launch.not_started {
+        return Err(why.clone());
+    }
     let program = answers_safely(&launch.program)?;
     let mut cmd = std::process::Command::new(program);
     cmd.args(&launch.globals)
@@ -226,11 +251,37 @@ fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The words before the last `subcommand` (the global flags setup writes before it).
+/// The words before the last `subcommand`: the global flags setup writes before it.
 fn before_subcommand(words: &[String], subcommand: &str) -> Vec<String> {
     match words.iter().rposition(|w| w == subcommand) {
         Some(i) => words[..i].to_vec(),
         None => words.to_vec(),
+    }
+}
+
+impl Launch {
+    /// `self`, held to what setup itself writes: flags only `--as` and `--home` with their
+    /// values, and of the entry's `env` only [`PASSED_ENV`]; anything else and --check does
+    /// not start it.
+    fn checked(mut self) -> Launch {
+        let mut words = self.globals.iter();
+        while let Some(flag) = words.next() {
+            if !matches!(flag.as_str(), "--as" | "--home") || words.next().is_none() {
+                self.not_started = Some(format!(
+                    "its config gives {} flags setup does not write: not started",
+                    self.program
+                ));
+                return self;
+            }
+        }
+        if let Some((k, _)) = self.env.iter().find(|(k, _)| k == "MAILROOM_URL") {
+            self.not_started = Some(format!(
+                "its config sets {k}: a URL from a config is not dialled by --check"
+            ));
+            return self;
+        }
+        self.env.retain(|(k, _)| PASSED_ENV.contains(&k.as_str()));
+        self
     }
 }
 
@@ -247,5 +298,48 @@ fn collect_commands(v: &Value, found: &mut dyn FnMut(&str)) {
         }
         Value::Array(a) => a.iter().for_each(|x| collect_commands(x, found)),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn launch(globals: &[&str], env: &[(&str, &str)]) -> Launch {
+        Launch {
+            program: "mailroom".into(),
+            globals: globals.iter().map(|s| (*s).to_owned()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            ..Launch::default()
+        }
+        .checked()
+    }
+
+    #[test]
+    fn only_setups_flags_and_the_variables_naming_a_mailroom_pass() {
+        let l = launch(
+            &["--as", "a@web", "--home", "/m"],
+            &[
+                ("MAILROOM_HOME", "/m"),
+                ("LD_PRELOAD", "/x.so"),
+                ("PATH", "/evil"),
+            ],
+        );
+        assert_eq!(l.not_started, None);
+        assert_eq!(l.env, vec![("MAILROOM_HOME".to_owned(), "/m".to_owned())]);
+        assert!(
+            launch(&["--url", "postgres://h/d"], &[])
+                .not_started
+                .is_some()
+        );
+        assert!(launch(&["--as"], &[]).not_started.is_some());
+        assert!(
+            launch(&[], &[("MAILROOM_URL", "postgres://h/d")])
+                .not_started
+                .is_some()
+        );
     }
 }
