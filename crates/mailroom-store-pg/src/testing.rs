@@ -147,7 +147,7 @@ impl TestDb {
         let address = mailroom_core::Address::parse_canonical(address)
             .unwrap_or_else(|e| panic!("{address} is not an address: {e}"));
         let channel =
-            crate::imp::notify_channel(&self.schema, &crate::codec::mailbox_key(&address));
+            crate::rows::notify_channel(&self.schema, &crate::codec::mailbox_key(&address));
         let pattern = format!("%LISTEN {channel};%");
         let mut admin = self.admin();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -186,7 +186,7 @@ impl Drop for TestDb {
 /// session, would.
 pub fn wake_lock_keys(schema: &str, mailbox: &str, slot: i32) -> (i32, String) {
     (
-        crate::imp::WAKE_LOCK + slot,
-        crate::imp::notify_channel(schema, &mailbox.to_ascii_lowercase()),
+        crate::rows::WAKE_LOCK + slot,
+        crate::rows::notify_channel(schema, &mailbox.to_ascii_lowercase()),
     )
 }

@@ -105,7 +105,7 @@ fn listen_on(
 ) -> Result<Vec<(String, i32)>, postgres::Error> {
     let wanted: Vec<(String, i32)> = channels
         .iter()
-        .flat_map(|c| (0..crate::imp::SLOTS).map(move |s| (c.clone(), s)))
+        .flat_map(|c| (0..crate::rows::SLOTS).map(move |s| (c.clone(), s)))
         .collect();
     let missing = take_locks(client, &wanted)?;
     // Channel names are `mailroom_` and hex digits (see `notify_channel`): safe identifiers.
@@ -124,7 +124,7 @@ fn take_locks(
     let rows = client.query(
         "SELECT w.c, w.s FROM unnest($1::text[], $2::int4[]) AS w(c, s) \
          WHERE NOT pg_try_advisory_lock_shared($3::int4 + w.s, hashtext(w.c))",
-        &[&channels, &slots, &crate::imp::WAKE_LOCK],
+        &[&channels, &slots, &crate::rows::WAKE_LOCK],
     )?;
     Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
