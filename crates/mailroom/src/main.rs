@@ -17,6 +17,7 @@ mod commands;
 mod context;
 mod fast;
 mod files;
+mod harness;
 mod output;
 mod words;
 

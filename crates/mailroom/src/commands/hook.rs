@@ -1,4 +1,5 @@
-//! `hook HARNESS EVENT`: the harness's hook JSON in, its hook JSON out. Whatever goes wrong,
+//! `hook HARNESS EVENT`: the harness's hook JSON in, its hook JSON out (each harness's event
+//! names and answer shape are its module's under `crate::harness`). Whatever goes wrong,
 //! the session goes on: nothing on stdout, one warning on stderr, exit 0.
 
 use std::io::Read;
@@ -10,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{Cli, Command};
 use crate::context::{Ctx, Env};
+use crate::harness;
 
 /// Claude Code caps a hook's output at 10,000 characters; the injection stays well inside,
 /// leaving room for the JSON around it and its escapes.
@@ -72,19 +74,22 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
     if !rest.is_empty() {
         crate::errln!("mailroom hook: warning: ignoring unexpected arguments {rest:?}");
     }
-    let Some(harness) = Harness::parse(harness) else {
-        bail!("unknown harness '{harness}'; use claude, codex, gemini, cursor or opencode");
+    let Some(harness) = harness::parse(harness) else {
+        bail!(
+            "unknown harness '{harness}'; use {}",
+            harness::names(" or ")
+        );
     };
     let Some(event) = HookEvent::parse(event) else {
         bail!(
             "unknown hook event '{event}'; use {}",
-            harness.event_names()
+            harness::event_names(harness)
         );
     };
     let input = read_input()?;
-    // Cursor's `beforeSubmitPrompt` cannot add context: answer nothing, and consume nothing,
-    // so the mail is still news at the next tool call or at the stop.
-    if harness == Harness::Cursor && matches!(event, HookEvent::UserPromptSubmit) {
+    // A hook that cannot add context (Cursor's `beforeSubmitPrompt`) answers nothing and
+    // consumes nothing, so the mail is still news at the next tool call or at the stop.
+    if !harness.answers(event) {
         return Ok(None);
     }
     let mut env = env.clone();
@@ -148,106 +153,6 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
         .mailroom()
         .hook(&identity.address, event, stop_hook_active, BUDGET, &words)?;
     Ok(harness.render(event, answer.context, answer.block_stop))
-}
-
-/// The harnesses whose hook JSON `hook` speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Harness {
-    Claude,
-    Codex,
-    Gemini,
-    Cursor,
-    /// OpenCode has no shell hooks: the plugin `setup opencode` writes calls this and reads
-    /// Claude Code's shape back.
-    Opencode,
-}
-
-impl Harness {
-    pub(crate) fn parse(s: &str) -> Option<Harness> {
-        Some(match s {
-            "claude" => Harness::Claude,
-            "codex" => Harness::Codex,
-            "gemini" => Harness::Gemini,
-            "cursor" => Harness::Cursor,
-            "opencode" => Harness::Opencode,
-            _ => return None,
-        })
-    }
-
-    fn event_names(self) -> &'static str {
-        match self {
-            Harness::Gemini => "SessionStart, BeforeAgent, AfterTool or AfterAgent",
-            Harness::Cursor => "sessionStart, postToolUse or stop",
-            _ => "SessionStart, UserPromptSubmit, PostToolUse or Stop",
-        }
-    }
-
-    /// The harness's own event name for one of ours.
-    pub(crate) fn event_name(self, event: HookEvent) -> &'static str {
-        match (self, event) {
-            // Gemini CLI's hooks reference (docs/hooks/reference.md): SessionStart,
-            // BeforeAgent (after the prompt, before planning), AfterTool, AfterAgent.
-            (Harness::Gemini, HookEvent::SessionStart) => "SessionStart",
-            (Harness::Gemini, HookEvent::UserPromptSubmit) => "BeforeAgent",
-            (Harness::Gemini, HookEvent::PostToolUse) => "AfterTool",
-            (Harness::Gemini, HookEvent::Stop) => "AfterAgent",
-            // Cursor's hooks (docs/agent/hooks): camelCase event names.
-            (Harness::Cursor, HookEvent::SessionStart) => "sessionStart",
-            (Harness::Cursor, HookEvent::UserPromptSubmit) => "beforeSubmitPrompt",
-            (Harness::Cursor, HookEvent::PostToolUse) => "postToolUse",
-            (Harness::Cursor, HookEvent::Stop) => "stop",
-            (_, event) => event.as_str(),
-        }
-    }
-
-    /// The answer in the harness's own JSON shape, or nothing to say.
-    fn render(
-        self,
-        event: HookEvent,
-        context: Option<String>,
-        block_stop: Option<String>,
-    ) -> Option<Value> {
-        match self {
-            // Claude Code (hooks reference), Codex (codex-rs/hooks output schemas:
-            // session-start / user-prompt-submit / post-tool-use `hookSpecificOutput`
-            // with `hookEventName` and `additionalContext`; stop `decision: "block"` with
-            // `reason`, which Codex feeds back as the continuation prompt) and Gemini CLI
-            // (hooks reference: `hookSpecificOutput.additionalContext` at SessionStart,
-            // BeforeAgent and AfterTool; AfterAgent `decision: "block"|"deny"` with `reason`
-            // starts one more turn with the reason as its prompt) share one shape.
-            Harness::Claude | Harness::Codex | Harness::Gemini | Harness::Opencode => {
-                if let Some(reason) = block_stop {
-                    // Codex hands the reason to the model inside `<hook_prompt>` tags: no
-                    // subject in it may close them, whether or not Codex escapes it.
-                    let reason = if self == Harness::Codex {
-                        reason.replace('<', "\u{2039}").replace('>', "\u{203a}")
-                    } else {
-                        reason
-                    };
-                    return Some(json!({"decision": "block", "reason": reason}));
-                }
-                context.map(|text| {
-                    json!({
-                        "hookSpecificOutput": {
-                            "hookEventName": self.event_name(event),
-                            "additionalContext": text,
-                        }
-                    })
-                })
-            }
-            // Cursor (docs/agent/hooks): `sessionStart` and `postToolUse` answer
-            // `additional_context`; `stop` answers `followup_message`, which Cursor submits as
-            // the next user message. `beforeSubmitPrompt` can only allow or block the prompt:
-            // it cannot add context, so nothing is said there (mail waits for the next tool
-            // call or the stop).
-            Harness::Cursor => {
-                if let Some(reason) = block_stop {
-                    return Some(json!({"followup_message": reason}));
-                }
-                context.map(|text| json!({"additional_context": text}))
-            }
-        }
-    }
 }
 
 /// The git checkout around `dir` (the nearest ancestor holding `.git`), as identity finds it.

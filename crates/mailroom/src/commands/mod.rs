@@ -12,7 +12,7 @@ mod mcp;
 mod role;
 mod send;
 mod serve;
-mod setup;
+pub(crate) mod setup;
 mod wait;
 mod whoami;
 

@@ -87,11 +87,11 @@ impl Records {
     /// Keeps `record` (written through a temporary file and a rename).
     pub fn put(&self, record: &Record) -> Result<()> {
         let text = serde_json::to_string_pretty(record)?;
-        super::write_file(&self.file(&record.path), Some(&text), 0o600)
+        super::write::write_file(&self.file(&record.path), Some(&text), 0o600)
             .with_context(|| format!("cannot keep setup's record in {}", self.dir.display()))
     }
 
     pub fn remove(&self, config: &Path) -> Result<()> {
-        super::write_file(&self.file(config), None, 0o600)
+        super::write::write_file(&self.file(config), None, 0o600)
     }
 }

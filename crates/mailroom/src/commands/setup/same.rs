@@ -12,8 +12,9 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Piece, answers_safely, is_ours, shell_words};
-use crate::commands::hook::Harness;
+use super::check::answers_safely;
+use super::{Piece, is_ours, shell_words};
+use crate::harness::Harness;
 
 /// The variables Codex passes an MCP server whatever its entry says.
 const CODEX_DEFAULT_ENV: [&str; 10] = [
@@ -57,7 +58,7 @@ impl std::fmt::Display for View {
 }
 
 /// The MCP server's launch in `text`, the config `piece` names.
-pub fn server(h: Harness, piece: &Piece, text: &str) -> Option<Launch> {
+pub fn server(h: &dyn Harness, piece: &Piece, text: &str) -> Option<Launch> {
     match piece {
         Piece::Json { pieces, .. } => {
             let v = super::jsonc::value_of(text)?;
@@ -73,11 +74,7 @@ pub fn server(h: Harness, piece: &Piece, text: &str) -> Option<Launch> {
                 Value::Array(_) => strings(&entry["command"]),
                 _ => return None,
             };
-            let env_key = if h == Harness::Opencode {
-                "environment"
-            } else {
-                "env"
-            };
+            let env_key = h.server_env_key();
             let env = entry[env_key]
                 .as_object()
                 .map(|o| {
@@ -148,7 +145,7 @@ pub fn server(h: Harness, piece: &Piece, text: &str) -> Option<Launch> {
 }
 
 /// The hooks' launch in `text`: the first hook command of mailroom's, or the plugin's argv.
-pub fn hooks(h: Harness, piece: &Piece, text: &str) -> Option<Launch> {
+pub fn hooks(h: &dyn Harness, piece: &Piece, text: &str) -> Option<Launch> {
     let command = match piece {
         Piece::Whole { .. } => {
             // The plugin names its argv on the line `const MAILROOM = [...];`.

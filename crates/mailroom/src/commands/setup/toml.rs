@@ -182,7 +182,7 @@ pub(super) fn add(
 
 /// Whether `text` keeps hooks in `[hooks]` tables (`[hooks.state]` is Codex's own
 /// bookkeeping, not a hook).
-pub(super) fn has_hooks(text: &str) -> bool {
+pub(crate) fn has_hooks(text: &str) -> bool {
     text.parse::<toml_edit::DocumentMut>().is_ok_and(|doc| {
         doc.get("hooks")
             .and_then(|h| h.as_table_like())

@@ -1,0 +1,118 @@
+//! Codex: its server in `config.toml`, its hooks in Claude Code's shape where the user keeps
+//! theirs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use mailroom_core::ops::HookEvent::*;
+use serde_json::{Value, json};
+
+use super::{Harness, hook_entries, hook_specific_output};
+use crate::commands::setup::jsonc::JsonPiece;
+use crate::commands::setup::{Invocation, MAX_CONFIG_BYTES, Piece, Places, Scope, toml};
+
+pub(crate) struct Codex;
+
+impl Harness for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn render(
+        &self,
+        event: mailroom_core::ops::HookEvent,
+        context: Option<String>,
+        block_stop: Option<String>,
+    ) -> Option<Value> {
+        // codex-rs/hooks output schemas: session-start / user-prompt-submit / post-tool-use
+        // `hookSpecificOutput` with `hookEventName` and `additionalContext`; stop
+        // `decision: "block"` with `reason`, which Codex feeds back as the continuation
+        // prompt, inside `<hook_prompt>` tags: no subject in it may close them, whether or
+        // not Codex escapes it.
+        let block_stop = block_stop.map(|r| r.replace('<', "\u{2039}").replace('>', "\u{203a}"));
+        hook_specific_output(self.event_name(event), context, block_stop)
+    }
+
+    fn programs(&self) -> &'static [&'static str] {
+        &["codex"]
+    }
+
+    fn user_dir(&self, places: &Places) -> PathBuf {
+        // Codex: "CODEX_HOME ... defaults to ~/.codex" (docs/config.md).
+        std::env::var_os("CODEX_HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| places.home.join(".codex"))
+    }
+
+    fn plan(
+        &self,
+        scope: Scope,
+        root: &Path,
+        places: &Places,
+        inv: &Invocation,
+    ) -> Result<Vec<Piece>> {
+        // Codex (docs: config-reference, "mcp_servers"): `[mcp_servers.NAME]` with
+        // `command` and `args` in `~/.codex/config.toml`, or `.codex/config.toml` in a
+        // trusted project.
+        let dir = match scope {
+            Scope::Project => root.join(".codex"),
+            Scope::User => self.user_dir(places),
+        };
+        // Codex hooks (docs: hooks, "Where Codex looks for hooks"): `hooks.json` next to
+        // the active config layer (`~/.codex/hooks.json`, `<repo>/.codex/hooks.json`), or
+        // `[hooks]` tables inside `config.toml`, in Claude Code's shape (`[[hooks.EVENT]]`
+        // a matcher group, `[[hooks.EVENT.hooks]]` a command); events SessionStart,
+        // UserPromptSubmit, PostToolUse, Stop. Codex warns when both forms hold hooks
+        // ("prefer a single representation"): mailroom's go where the user keeps theirs,
+        // `config.toml` when it has hooks and there is no `hooks.json`.
+        let config = dir.join("config.toml");
+        let hooks_json = dir.join("hooks.json");
+        let mcp_argv = inv.argv(&["mcp"]);
+        let events = hook_entries(
+            self,
+            inv,
+            &[
+                (SessionStart, None),
+                (UserPromptSubmit, None),
+                (PostToolUse, None),
+                (Stop, None),
+            ],
+        );
+        let in_toml = std::fs::symlink_metadata(&hooks_json).is_err()
+            && crate::files::read_regular(&config, MAX_CONFIG_BYTES, false)
+                .ok()
+                .and_then(|c| String::from_utf8(c.bytes).ok())
+                .is_some_and(|t| toml::has_hooks(&t));
+        Ok(if in_toml {
+            vec![Piece::Toml {
+                path: config,
+                command: inv.program.clone(),
+                args: mcp_argv,
+                hooks: events,
+            }]
+        } else {
+            vec![
+                Piece::Toml {
+                    path: config,
+                    command: inv.program.clone(),
+                    args: mcp_argv,
+                    hooks: Vec::new(),
+                },
+                Piece::Json {
+                    path: hooks_json,
+                    pieces: vec![JsonPiece::Hooks {
+                        flat: false,
+                        events,
+                    }],
+                    skeleton: json!({}),
+                    strict: true,
+                },
+            ]
+        })
+    }
+
+    fn project_note(&self) -> Option<&'static str> {
+        Some("codex reads .codex/ only in a project you trust")
+    }
+}

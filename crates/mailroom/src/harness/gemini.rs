@@ -1,0 +1,84 @@
+//! Gemini CLI: Claude Code's hook shape under its own event names, every hook entry named.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use mailroom_core::ops::HookEvent::{self, *};
+use serde_json::json;
+
+use super::{Harness, hook_entries, stdio};
+use crate::commands::setup::jsonc::JsonPiece;
+use crate::commands::setup::{Invocation, Piece, Places, Scope};
+
+pub(crate) struct Gemini;
+
+impl Harness for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn event_name(&self, event: HookEvent) -> &'static str {
+        // Gemini CLI's hooks reference (docs/hooks/reference.md): SessionStart, BeforeAgent
+        // (after the prompt, before planning), AfterTool, AfterAgent. Its answers
+        // (`hookSpecificOutput.additionalContext` at SessionStart, BeforeAgent and AfterTool;
+        // AfterAgent `decision: "block"|"deny"` with `reason` starts one more turn with the
+        // reason as its prompt) are Claude Code's shape.
+        match event {
+            SessionStart => "SessionStart",
+            UserPromptSubmit => "BeforeAgent",
+            PostToolUse => "AfterTool",
+            Stop => "AfterAgent",
+        }
+    }
+
+    fn programs(&self) -> &'static [&'static str] {
+        &["gemini"]
+    }
+
+    fn user_dir(&self, places: &Places) -> PathBuf {
+        places.home.join(".gemini")
+    }
+
+    fn plan(
+        &self,
+        _scope: Scope,
+        root: &Path,
+        _places: &Places,
+        inv: &Invocation,
+    ) -> Result<Vec<Piece>> {
+        // Gemini CLI (docs: cli/settings; docs/tools/mcp-server): `.gemini/settings.json`
+        // (project) or `~/.gemini/settings.json` (user); `mcpServers.NAME` with `command`
+        // and `args`. Hooks (docs/hooks/reference.md): `hooks.EVENT` is a list of
+        // `{"matcher", "hooks": [{"type": "command", "command", "name"}]}`; the events
+        // that can add context are SessionStart, BeforeAgent and AfterTool, and AfterAgent
+        // can send the agent back to work.
+        let mut events = hook_entries(
+            self,
+            inv,
+            &[
+                (SessionStart, None),
+                (UserPromptSubmit, None),
+                (PostToolUse, None),
+                (Stop, None),
+            ],
+        );
+        for e in &mut events {
+            e.extra = vec![("name", json!(format!("mailroom-{}", e.event)))];
+        }
+        Ok(vec![Piece::Json {
+            path: root.join(".gemini").join("settings.json"),
+            pieces: vec![
+                JsonPiece::Server {
+                    container: "mcpServers",
+                    value: stdio(inv),
+                },
+                JsonPiece::Hooks {
+                    flat: false,
+                    events,
+                },
+            ],
+            skeleton: json!({}),
+            strict: false,
+        }])
+    }
+}

@@ -1,0 +1,203 @@
+//! The harnesses mailroom wires into, one module each, behind one trait: what `hook` speaks
+//! (event names, the answer's JSON shape) and what `setup` keeps (config files and their
+//! entries per scope, how to tell the harness is installed). `hook` and `setup` hold no
+//! harness's name; adding a harness is one file here and its line in [`ALL`].
+//!
+//! Every file location, format and event name comes from the harness's documentation or its
+//! installed package, cited beside the code that writes it.
+
+mod claude;
+mod codex;
+mod cursor;
+mod gemini;
+mod opencode;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use mailroom_core::ops::HookEvent;
+use serde_json::{Value, json};
+
+use crate::commands::setup::jsonc::HookEntry;
+use crate::commands::setup::{Invocation, Piece, Places, Scope};
+
+/// Every harness, in the order `setup all` and `setup --check` go through them.
+pub(crate) const ALL: [&dyn Harness; 5] = [
+    &claude::Claude,
+    &codex::Codex,
+    &gemini::Gemini,
+    &opencode::Opencode,
+    &cursor::Cursor,
+];
+
+/// The events mailroom's hooks answer, in the order they are listed.
+const EVENTS: [HookEvent; 4] = [
+    HookEvent::SessionStart,
+    HookEvent::UserPromptSubmit,
+    HookEvent::PostToolUse,
+    HookEvent::Stop,
+];
+
+/// One harness: its name, its hook JSON, and the config files setup keeps mailroom in.
+pub(crate) trait Harness: Sync {
+    /// The name `hook HARNESS` and `setup HARNESS` take, and that setup's hook commands carry.
+    fn name(&self) -> &'static str;
+
+    /// The harness's own event name for one of ours.
+    fn event_name(&self, event: HookEvent) -> &'static str {
+        event.as_str()
+    }
+
+    /// Whether the harness's hook for `event` can take mail: false, and the hook answers
+    /// nothing and consumes nothing, so the mail is still news at the next event.
+    fn answers(&self, _event: HookEvent) -> bool {
+        true
+    }
+
+    /// The answer in the harness's own JSON shape, or nothing to say.
+    fn render(
+        &self,
+        event: HookEvent,
+        context: Option<String>,
+        block_stop: Option<String>,
+    ) -> Option<Value> {
+        hook_specific_output(self.event_name(event), context, block_stop)
+    }
+
+    /// The programs that show the harness is installed (any one of them on PATH).
+    fn programs(&self) -> &'static [&'static str];
+
+    /// The harness's own folder of user configuration; its presence shows it is installed.
+    fn user_dir(&self, places: &Places) -> PathBuf;
+
+    /// What setup keeps for the harness at `scope`, in the folder `root` (the repository's top
+    /// level for project scope, HOME for user scope).
+    fn plan(
+        &self,
+        scope: Scope,
+        root: &Path,
+        places: &Places,
+        inv: &Invocation,
+    ) -> Result<Vec<Piece>>;
+
+    /// The key of its MCP server entry that holds the server's environment.
+    fn server_env_key(&self) -> &'static str {
+        "env"
+    }
+
+    /// What setup says after writing a project's files for the first time.
+    fn project_note(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+impl PartialEq for dyn Harness {
+    fn eq(&self, other: &Self) -> bool {
+        self.name() == other.name()
+    }
+}
+
+/// The harness named `name`.
+pub(crate) fn parse(name: &str) -> Option<&'static dyn Harness> {
+    ALL.into_iter().find(|h| h.name() == name)
+}
+
+/// Every harness's name, `, `-joined, the last one after `last` (`or`, or `, ` for a list
+/// that goes on).
+pub(crate) fn names(last: &str) -> String {
+    let names: Vec<&str> = ALL.iter().map(|h| h.name()).collect();
+    list(&names, last)
+}
+
+/// The event names the harness's hook takes, for a message.
+pub(crate) fn event_names(h: &dyn Harness) -> String {
+    let names: Vec<&str> = EVENTS
+        .into_iter()
+        .filter(|e| h.answers(*e))
+        .map(|e| h.event_name(e))
+        .collect();
+    list(&names, " or ")
+}
+
+fn list(words: &[&str], last: &str) -> String {
+    match words.split_last() {
+        Some((end, [])) => (*end).to_owned(),
+        Some((end, rest)) => format!("{}{last}{end}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// Claude Code's answer shape (hooks reference), which Codex and Gemini CLI share: context as
+/// `hookSpecificOutput` with `hookEventName` and `additionalContext`, and a stop sent back to
+/// work as `decision: "block"` with the `reason`.
+pub(crate) fn hook_specific_output(
+    event_name: &str,
+    context: Option<String>,
+    block_stop: Option<String>,
+) -> Option<Value> {
+    if let Some(reason) = block_stop {
+        return Some(json!({"decision": "block", "reason": reason}));
+    }
+    context.map(|text| {
+        json!({
+            "hookSpecificOutput": {
+                "hookEventName": event_name,
+                "additionalContext": text,
+            }
+        })
+    })
+}
+
+/// The hook entries for `events` in `h`'s own event names, with their matchers.
+pub(crate) fn hook_entries(
+    h: &dyn Harness,
+    inv: &Invocation,
+    events: &[(HookEvent, Option<&'static str>)],
+) -> Vec<HookEntry> {
+    events
+        .iter()
+        .map(|(event, matcher)| {
+            let name = h.event_name(*event);
+            HookEntry {
+                event: name,
+                matcher: *matcher,
+                command: inv.command(&["hook", h.name(), name]),
+                extra: vec![],
+            }
+        })
+        .collect()
+}
+
+/// The MCP server entry most harnesses take: the program and its arguments.
+pub(crate) fn stdio(inv: &Invocation) -> Value {
+    json!({"command": inv.program, "args": inv.argv(&["mcp"])})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found_by_name() {
+        for h in ALL {
+            assert!(parse(h.name()).is_some_and(|p| p == h));
+        }
+        assert!(parse("vim").is_none());
+        assert_eq!(names(" or "), "claude, codex, gemini, opencode or cursor");
+        assert_eq!(list(&["a"], " or "), "a");
+    }
+
+    #[test]
+    fn each_harness_lists_the_events_its_hook_answers() {
+        let find = |n: &str| parse(n).map(event_names).unwrap_or_default();
+        assert_eq!(
+            find("claude"),
+            "SessionStart, UserPromptSubmit, PostToolUse or Stop"
+        );
+        assert_eq!(
+            find("gemini"),
+            "SessionStart, BeforeAgent, AfterTool or AfterAgent"
+        );
+        assert_eq!(find("cursor"), "sessionStart, postToolUse or stop");
+    }
+}
