@@ -80,7 +80,7 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
             harness::names(" or ")
         );
     };
-    let Some(event) = HookEvent::parse(event) else {
+    let Some(event) = harness::event(harness, event) else {
         bail!(
             "unknown hook event '{event}'; use {}",
             harness::event_names(harness)

@@ -102,6 +102,15 @@ pub(crate) fn parse(name: &str) -> Option<&'static dyn Harness> {
     ALL.into_iter().find(|h| h.name() == name)
 }
 
+/// The event `name` means to `h`: its own name for one of ours, else any spelling the core
+/// reads (`session-start`, another harness's name for it).
+pub(crate) fn event(h: &dyn Harness, name: &str) -> Option<HookEvent> {
+    EVENTS
+        .into_iter()
+        .find(|e| h.event_name(*e) == name)
+        .or_else(|| HookEvent::parse(name))
+}
+
 /// Every harness's name, `, `-joined, the last one after `last` (`or`, or `, ` for a list
 /// that goes on).
 pub(crate) fn names(last: &str) -> String {
@@ -176,6 +185,7 @@ pub(crate) fn stdio(inv: &Invocation) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::setup::jsonc::JsonPiece;
 
     #[test]
     fn names_are_unique_and_found_by_name() {
@@ -185,6 +195,54 @@ mod tests {
         assert!(parse("vim").is_none());
         assert_eq!(names(" or "), "claude, codex, gemini, opencode or cursor");
         assert_eq!(list(&["a"], " or "), "a");
+    }
+
+    /// What setup writes, `hook` reads: every hook entry of every harness, at either scope,
+    /// runs `hook NAME EVENT` with an event of the harness's that its hook answers.
+    #[test]
+    fn every_hook_setup_writes_is_one_hook_answers() {
+        let places = Places {
+            home: PathBuf::from("/nonexistent/home"),
+            project: Some(PathBuf::from("/nonexistent/repo")),
+        };
+        let inv = Invocation {
+            program: "mailroom".into(),
+            global: vec![],
+        };
+        for h in ALL {
+            for (scope, root) in [
+                (Scope::Project, "/nonexistent/repo"),
+                (Scope::User, "/nonexistent/home"),
+            ] {
+                let pieces = h.plan(scope, Path::new(root), &places, &inv);
+                let Ok(pieces) = pieces else {
+                    panic!("{} cannot plan {scope:?}", h.name());
+                };
+                assert!(!pieces.is_empty(), "{}", h.name());
+                let entries = pieces.iter().flat_map(|p| match p {
+                    Piece::Json { pieces, .. } => pieces
+                        .iter()
+                        .flat_map(|p| match p {
+                            JsonPiece::Hooks { events, .. } => events.iter().collect(),
+                            JsonPiece::Server { .. } => Vec::new(),
+                        })
+                        .collect::<Vec<_>>(),
+                    Piece::Toml { hooks, .. } => hooks.iter().collect(),
+                    Piece::Whole { .. } => Vec::new(),
+                });
+                for e in entries {
+                    let parsed = event(h, e.event);
+                    assert!(
+                        parsed.is_some_and(|p| h.answers(p) && h.event_name(p) == e.event),
+                        "{} hooks {}",
+                        h.name(),
+                        e.event
+                    );
+                    let tail = format!("hook {} {}", h.name(), e.event);
+                    assert!(e.command.ends_with(&tail), "{}", e.command);
+                }
+            }
+        }
     }
 
     #[test]
