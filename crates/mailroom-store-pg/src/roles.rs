@@ -1,6 +1,8 @@
 //! The SQL that makes a strict-mode role: the grants it needs on mailroom's own objects, named
 //! one by one, and nothing on anything else in the schema.
 
+use mailroom_core::Address;
+
 use crate::PgStore;
 
 /// What a strict-mode role reads: every table of mailroom's (row-level security narrows the rows).
@@ -46,6 +48,28 @@ const FUNCTIONS: &[&str] = &[
 ];
 
 impl PgStore {
+    /// The whole script `mailroom role` prints for the login role `role` acting only as
+    /// `address`: how the agent connects (its URL names this schema too, as the operator's
+    /// does: without it the role would look for mailroom's tables in its own search path),
+    /// then [`PgStore::role_sql`].
+    pub fn role_script(&self, address: &Address, role: &str) -> String {
+        let (schema, db) = (self.schema(), self.database());
+        let key = address.to_string().to_ascii_lowercase();
+        let options = if schema == "public" {
+            String::new()
+        } else {
+            format!("?options=-c%20search_path%3D{schema}")
+        };
+        format!(
+            "-- A PostgreSQL role that acts only as {address} in the mailroom at {url} (schema {schema}).
+-- Run it as the owner of mailroom's tables, e.g. psql URL -f FILE; then give the agent
+-- postgres://{role}@HOST:PORT/{db}{options} and a password (ALTER ROLE \"{role}\" PASSWORD '...').
+{grants}",
+            url = self.url(),
+            grants = self.role_sql(role, &key)
+        )
+    }
+
     /// The statements that create the login role `role` acting only as the mailbox `identity`
     /// (its key: `handle@project`, lower case) in this mailroom, to be run by the tables'
     /// owner.

@@ -6,12 +6,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use mailroom_core::identity::{self, Identity, Inputs, Repo};
 use mailroom_core::store::OriginClaim;
-use mailroom_core::{Address, Error, Mailroom, Name, Store};
-use mailroom_store_fs::FsStore;
-use mailroom_store_pg::PgStore;
+use mailroom_core::{Address, Error, Mailroom, Name};
 
 use crate::cli::Cli;
 use crate::files::ReadError;
+use crate::open::{AnyStore, Place};
 
 /// The process environment mailroom reads, gathered once so tests and the demo can set it.
 #[derive(Clone, Debug, Default)]
@@ -34,59 +33,6 @@ impl Env {
             url: std::env::var("MAILROOM_URL").ok().filter(|v| !v.is_empty()),
         }
     }
-}
-
-/// Opens the PostgreSQL store at `url`, with the password from `PGPASSWORD` or the password
-/// file when the URL has none; `quick` gives up connecting sooner (the hooks). A password file
-/// ignored for its permissions is said on stderr, as libpq says it.
-pub fn open_pg(url: &str, quick: bool) -> Result<PgStore, Error> {
-    let timeout = if quick {
-        mailroom_store_pg::QUICK_CONNECT_TIMEOUT
-    } else {
-        mailroom_store_pg::DEFAULT_CONNECT_TIMEOUT
-    };
-    let passwords = mailroom_store_pg::PasswordSources::from_process();
-    let (config, warning) = mailroom_store_pg::parse_url_for(url, timeout, &passwords)?;
-    if let Some(w) = warning {
-        crate::errln!("mailroom: warning: {w}");
-    }
-    PgStore::open_config(config)
-}
-
-/// The store a command works on: a home directory, or a PostgreSQL database.
-pub enum AnyStore {
-    Fs(FsStore),
-    /// Shared so that a long-lived server (`mcp`) can hold it too.
-    Pg(std::sync::Arc<PgStore>),
-}
-
-impl AnyStore {
-    pub fn as_dyn(&self) -> &dyn Store {
-        match self {
-            AnyStore::Fs(s) => s,
-            AnyStore::Pg(s) => s.as_ref(),
-        }
-    }
-
-    pub fn describe(&self) -> String {
-        self.as_dyn().describe()
-    }
-
-    pub fn doctor(&self, fix: bool) -> Result<Vec<mailroom_core::Finding>> {
-        match self {
-            AnyStore::Fs(s) => Ok(s.doctor(fix)?),
-            // Opening it checked the connection and the schema; `doctor` looks at the rows.
-            AnyStore::Pg(s) => Ok(s.doctor(fix)?),
-        }
-    }
-}
-
-/// Where the mailroom is, from the flags, the environment and `.mailroom.toml`, first found
-/// wins: `--url`, `--home`, `MAILROOM_URL`, `MAILROOM_HOME`, `url` in `.mailroom.toml`, the
-/// default home.
-enum Place {
-    Url { raw: String, from: &'static str },
-    Home,
 }
 
 /// Everything a command needs.
@@ -156,6 +102,8 @@ impl Ctx {
             Some(Some((repo, url))) => (Some(repo), url),
             _ => (None, None),
         };
+        // Where the mailroom is, first found wins: `--url`, `--home`, `MAILROOM_URL`,
+        // `MAILROOM_HOME`, `url` in `.mailroom.toml`, the default home.
         let place = match (&cli.url, &cli.home, &env.url, &env.home, config_url) {
             (Some(_), Some(_), ..) => {
                 return Err(Error::Invalid(
@@ -167,31 +115,19 @@ impl Ctx {
                 raw: u.clone(),
                 from: "--url",
             },
-            (None, Some(_), ..) => Place::Home,
+            (None, Some(_), ..) => Place::Home(home.clone()),
             (None, None, Some(u), ..) => Place::Url {
                 raw: u.clone(),
                 from: "MAILROOM_URL",
             },
-            (None, None, None, Some(_), _) => Place::Home,
+            (None, None, None, Some(_), _) => Place::Home(home.clone()),
             (None, None, None, None, Some(u)) => Place::Url {
                 raw: u,
                 from: "url in .mailroom.toml",
             },
-            _ => Place::Home,
+            _ => Place::Home(home.clone()),
         };
-        let store = match place {
-            Place::Home => AnyStore::Fs(FsStore::new(home.clone())),
-            Place::Url { raw, from } => {
-                if !mailroom_store_pg::is_url(raw.trim()) {
-                    return Err(Error::Invalid(format!(
-                        "{from} '{}' is not a PostgreSQL URL; write postgres://USER@HOST:PORT/DATABASE (or use --home DIR for a directory)",
-                        mailroom_store_pg::redacted(&raw)
-                    ))
-                    .into());
-                }
-                AnyStore::Pg(std::sync::Arc::new(open_pg(raw.trim(), quick)?))
-            }
-        };
+        let store = crate::open::open(place, quick)?;
         Ok(Ctx {
             home_flag: cli.home.is_some().then(|| home.clone()),
             store,

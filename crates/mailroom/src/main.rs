@@ -18,6 +18,7 @@ mod context;
 mod fast;
 mod files;
 mod harness;
+mod open;
 mod output;
 mod words;
 

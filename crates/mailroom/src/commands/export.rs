@@ -4,11 +4,11 @@
 use std::io::IsTerminal as _;
 
 use anyhow::Result;
-use mailroom_core::{Error, Store};
-use mailroom_store_fs::FsStore;
+use mailroom_core::Error;
 use serde_json::json;
 
-use crate::context::{AnyStore, Ctx};
+use crate::context::Ctx;
+use crate::open::{Overlap, Place, open};
 use crate::output;
 
 pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
@@ -26,14 +26,11 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
             ctx.store.describe()
         ))
     };
-    let target: Box<dyn Store> = if mailroom_store_pg::is_url(to) {
-        let pg = crate::context::open_pg(to, false)?;
-        if let AnyStore::Pg(source) = &ctx.store
-            && source.same_as(&pg)
-        {
-            return Err(same().into());
+    let place = if mailroom_store_pg::is_url(to) {
+        Place::Url {
+            raw: to.to_owned(),
+            from: "--to",
         }
-        Box::new(pg)
     } else if to.contains("://") {
         return Err(Error::Invalid(format!(
             "--to '{}' is not a PostgreSQL URL; write postgres://USER@HOST:PORT/DATABASE or a directory",
@@ -43,32 +40,29 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
     } else {
         let dir = std::path::absolute(to)
             .map_err(|e| Error::Invalid(format!("--to {to} is not a usable path: {e}")))?;
-        if let AnyStore::Fs(source) = &ctx.store {
-            let home = resolved(source.home());
-            let target = resolved(&dir);
-            if target == home {
-                return Err(same().into());
-            }
-            if target.starts_with(&home) {
-                return Err(Error::Invalid(format!(
-                    "--to {} is inside this mailroom ({}); give a directory outside it",
-                    dir.display(),
-                    source.home().display()
-                ))
-                .into());
-            }
-        }
-        Box::new(FsStore::new(dir))
+        Place::Home(dir)
     };
+    let target = open(place, false)?;
+    match (ctx.store.overlap(&target), ctx.store.home(), target.home()) {
+        (Some(Overlap::Same), ..) => return Err(same().into()),
+        (Some(Overlap::Inside), Some(home), Some(dir)) => {
+            return Err(Error::Invalid(format!(
+                "--to {} is inside this mailroom ({}); give a directory outside it",
+                dir.display(),
+                home.display()
+            ))
+            .into());
+        }
+        _ => {}
+    }
+    let target = target.as_dyn();
     let terminal = std::io::stderr().is_terminal() && !ctx.json;
     let mut progress = |step: &str| {
         if terminal {
             eprint!("\r\x1b[Kexporting: {step}");
         }
     };
-    let done = ctx
-        .mailroom()
-        .export_to(&me, target.as_ref(), &mut progress)?;
+    let done = ctx.mailroom().export_to(&me, target, &mut progress)?;
     if terminal {
         eprint!("\r\x1b[K");
     }
@@ -127,23 +121,4 @@ pub fn export(ctx: &mut Ctx, to: &str) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// `path` with every symbolic link and `..` of the part that exists resolved, and the rest
-/// (directories the export would create) appended: two spellings of one place compare equal.
-fn resolved(path: &std::path::Path) -> std::path::PathBuf {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            return rest.iter().rev().fold(real, |p, c| p.join(c));
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                existing = parent;
-            }
-            _ => return path.to_owned(),
-        }
-    }
 }

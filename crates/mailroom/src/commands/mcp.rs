@@ -1,15 +1,12 @@
 //! `mcp`: serve every operation as MCP tools over stdio. The async runtime starts here and only
 //! here; every other command keeps the start-up cost of a plain process.
 
-use std::sync::Arc;
-
 use anyhow::Result;
-use mailroom_core::{Error, Mailroom, Store};
+use mailroom_core::{Error, Mailroom};
 use mailroom_mcp::{Server, ToolSet, Tools};
-use mailroom_store_fs::FsStore;
 
 use crate::cli::ToolsArg;
-use crate::context::{AnyStore, Ctx};
+use crate::context::Ctx;
 
 pub fn mcp(ctx: &mut Ctx, tools: ToolsArg, as_any: bool) -> Result<()> {
     let identity = if as_any {
@@ -33,10 +30,7 @@ pub fn mcp(ctx: &mut Ctx, tools: ToolsArg, as_any: bool) -> Result<()> {
     };
     // The claim of a git-derived identity is recorded once, when the server starts.
     ctx.record_claim()?;
-    let (store, file_store): (Arc<dyn Store>, bool) = match &ctx.store {
-        AnyStore::Fs(fs) => (Arc::new(FsStore::new(fs.home().to_path_buf())), true),
-        AnyStore::Pg(pg) => (pg.clone(), false),
-    };
+    let (store, file_store) = ctx.store.shared();
     let set = match tools {
         ToolsArg::All => ToolSet::All,
         ToolsArg::Lifecycle => ToolSet::Lifecycle,

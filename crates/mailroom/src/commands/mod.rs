@@ -66,13 +66,12 @@ pub fn run(cli: Cli, env: &Env) -> Result<(), Failure> {
 fn run_in(ctx: &mut Ctx, cli: Cli) -> Result<()> {
     let reads = reads_only(&cli.command);
     if reads != Reads::No
-        && let crate::context::AnyStore::Fs(fs) = &ctx.store
-        && !fs.exists()?
+        && let Some(home) = ctx.store.missing_home()?
     {
         // A mistyped MAILROOM_HOME must not look like an empty mailbox, nor be created.
         let missing = format!(
             "there is no mailroom home at {}: nothing was ever sent there; check --home or MAILROOM_HOME (the first send creates it)",
-            fs.home().display()
+            home.display()
         );
         if reads == Reads::Message {
             return Err(Error::NotFound(missing).into());

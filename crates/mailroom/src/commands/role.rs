@@ -4,15 +4,9 @@
 use anyhow::Result;
 use mailroom_core::{Address, AddressSpec, Error, Name};
 
-use crate::context::{AnyStore, Ctx};
+use crate::context::Ctx;
 
 pub fn role(ctx: &mut Ctx, address: &str, name: Option<&str>) -> Result<()> {
-    let AnyStore::Pg(pg) = &ctx.store else {
-        return Err(Error::Invalid(
-            "roles are for a PostgreSQL mailroom; give its URL (--url or MAILROOM_URL)".into(),
-        )
-        .into());
-    };
     let spec = AddressSpec::parse(address).map_err(|source| Error::InvalidAddress {
         input: address.to_owned(),
         source,
@@ -54,23 +48,7 @@ pub fn role(ctx: &mut Ctx, address: &str, name: Option<&str>) -> Result<()> {
         ))
         .into());
     }
-    let schema = pg.schema();
-    let db = pg.database();
-    let key = address.to_string().to_ascii_lowercase();
-    // The agent's URL names the schema too, as the operator's does: without it the agent's
-    // role would look for mailroom's tables in its own search path.
-    let options = if schema == "public" {
-        String::new()
-    } else {
-        format!("?options=-c%20search_path%3D{schema}")
-    };
-    crate::outln!(
-        "-- A PostgreSQL role that acts only as {address} in the mailroom at {url} (schema {schema}).
--- Run it as the owner of mailroom's tables, e.g. psql URL -f FILE; then give the agent
--- postgres://{role}@HOST:PORT/{db}{options} and a password (ALTER ROLE \"{role}\" PASSWORD '...').
-{grants}",
-        url = pg.url(),
-        grants = pg.role_sql(&role, &key)
-    );
+    let script = ctx.store.role_script(&address, &role)?;
+    crate::outln!("{script}");
     Ok(())
 }

@@ -2,14 +2,12 @@
 //! inside `mailroom_console::run`, only on this path.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use anyhow::Result;
 use mailroom_console::ServeError;
-use mailroom_core::{Error, Mailroom, Store};
-use mailroom_store_fs::FsStore;
+use mailroom_core::{Error, Mailroom};
 
-use crate::context::{AnyStore, Ctx};
+use crate::context::Ctx;
 
 pub fn serve(ctx: &mut Ctx, listen: SocketAddr, open: bool, expose: bool) -> Result<()> {
     if !listen.ip().is_loopback() && !expose {
@@ -18,10 +16,7 @@ pub fn serve(ctx: &mut Ctx, listen: SocketAddr, open: bool, expose: bool) -> Res
         ))
         .into());
     }
-    let store: Arc<dyn Store> = match &ctx.store {
-        AnyStore::Fs(fs) => Arc::new(FsStore::new(fs.home().to_path_buf())),
-        AnyStore::Pg(pg) => pg.clone(),
-    };
+    let (store, _) = ctx.store.shared();
     let home = ctx.store.describe();
     let result = mailroom_console::run(Mailroom::shared(store), listen, |url, bound| {
         {

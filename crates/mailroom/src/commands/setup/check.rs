@@ -275,9 +275,7 @@ fn preview(cli: &Cli, env: &Env) -> Result<Option<(String, String)>> {
             "no identity here (not in a git checkout; --as or MAILROOM_AS names one)"
         ));
     };
-    if let crate::context::AnyStore::Fs(fs) = &ctx.store
-        && !fs.exists()?
-    {
+    if ctx.store.missing_home()?.is_some() {
         return Ok(None);
     }
     let words = ctx.words()?;
