@@ -142,11 +142,9 @@ pub enum Command {
     },
     /// Answer a harness hook: reads its JSON on stdin, prints its JSON (never fails a session).
     Hook {
-        /// claude, codex, gemini, cursor or opencode.
+        #[arg(help = crate::harness::names(" or "))]
         harness: String,
-        /// The harness's event: SessionStart, UserPromptSubmit, PostToolUse, Stop (Claude
-        /// Code, Codex); BeforeAgent, AfterTool, AfterAgent (Gemini CLI); sessionStart,
-        /// postToolUse, stop (Cursor).
+        #[arg(help = crate::harness::events_help())]
         event: String,
         /// Anything else is ignored with a warning: a hook must never fail a session.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
@@ -214,8 +212,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct SetupArgs {
-    /// claude, codex, gemini, opencode, cursor, or all (every harness found on this machine).
-    #[arg(required_unless_present = "check")]
+    #[arg(required_unless_present = "check", help = crate::harness::names(", ") + ", or all (every harness found on this machine)")]
     pub harness: Option<String>,
     /// User scope: the harness's config in your home, for every project (default: --project,
     /// the repository's own config files, committed with it).

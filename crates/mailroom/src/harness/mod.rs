@@ -118,6 +118,15 @@ pub(crate) fn names(last: &str) -> String {
     list(&names, last)
 }
 
+/// `hook`'s help for its EVENT: each harness's event names.
+pub(crate) fn events_help() -> String {
+    let each: Vec<String> = ALL
+        .iter()
+        .map(|h| format!("{}: {}", h.name(), event_names(*h)))
+        .collect();
+    format!("The harness's event ({})", each.join("; "))
+}
+
 /// The event names the harness's hook takes, for a message.
 pub(crate) fn event_names(h: &dyn Harness) -> String {
     let names: Vec<&str> = EVENTS
