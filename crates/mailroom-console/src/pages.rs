@@ -99,10 +99,7 @@ fn ancestors(
         }
         let found = match pending.get(&id) {
             Some(m) => Some((*m).clone()),
-            None => match mr.store().get(me, id)? {
-                Some(s) => Some(s.message),
-                None => mr.store().sent(me, id)?,
-            },
+            None => mr.message(me, id)?.map(|(m, _)| m),
         };
         let Some(found) = found else { break };
         next = found.reply_to;
@@ -299,13 +296,11 @@ pub async fn projects(State(c): State<Console>) -> PageResult {
                 let mut rows = Vec::new();
                 for member in roster {
                     let addr = Address::in_project(member.handle.clone(), p.name.clone());
-                    let theirs = mr.store().pending(&addr)?.messages;
-                    let oldest = theirs.iter().map(|s| s.message.date).min();
-                    let last_sent = mr.store().outbox(&addr)?.iter().map(|m| m.date).max();
+                    let activity = mr.activity(&addr)?;
                     rows.push(MemberRow {
-                        pending: theirs.len(),
-                        oldest,
-                        last_sent,
+                        pending: activity.pending,
+                        oldest: activity.oldest_pending,
+                        last_sent: activity.last_sent,
                         waiting_on_human: from.get(&addr).copied().unwrap_or(0),
                         member,
                     });
@@ -524,21 +519,7 @@ pub async fn thread(State(c): State<Console>, PagePath(id): PagePath<String>) ->
     let thread = parse_id(&id)?;
     let (messages, pending) = c
         .blocking(move |mr, me| {
-            let mut found: BTreeMap<MessageId, (Message, Option<MsgState>)> = BTreeMap::new();
-            for s in mr.store().everything(me)?.messages {
-                if s.message.thread == thread {
-                    found.insert(s.message.id, (s.message, Some(s.state)));
-                }
-            }
-            for m in mr.store().outbox(me)? {
-                if m.thread == thread {
-                    found.entry(m.id).or_insert((m, None));
-                }
-            }
-            Ok::<_, mailroom_core::Error>((
-                found.into_values().collect::<Vec<_>>(),
-                mr.peek(me)?.messages,
-            ))
+            Ok::<_, mailroom_core::Error>((mr.thread(me, thread)?, mr.peek(me)?.messages))
         })
         .await??;
     let now = Timestamp::now();
@@ -576,7 +557,7 @@ pub async fn message(State(c): State<Console>, PagePath(id): PagePath<String>) -
                 Ok(r) => (r.stored.message, Some(r.stored.state)),
                 Err(e @ mailroom_core::Error::MessageNotFound { .. }) => {
                     // Perhaps one HUMAN sent.
-                    match MessageId::parse(&id).map(|i| mr.store().sent(me, i)) {
+                    match MessageId::parse(&id).map(|i| mr.sent_message(me, i)) {
                         Some(Ok(Some(m))) => (m, None),
                         Some(Err(e)) => return Err(e),
                         _ => return Err(e),

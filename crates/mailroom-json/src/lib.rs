@@ -8,7 +8,9 @@ use mailroom_core::ops::{
     CancelReport, ChannelRead, EditOutcome, EditReport, Inbox, MemberContext, OutboxEntry,
     Resolution, Search, Sent,
 };
-use mailroom_core::{Damaged, Member, Message, MessageId, Project, Result, State, Store, Stored};
+use mailroom_core::{
+    Damaged, Mailroom, Member, Message, MessageId, Project, Result, State, Stored,
+};
 use serde_json::{Value, json};
 
 /// A message as JSON (docs/CLI.md). Serialised field by field, in alphabetical order (as
@@ -117,14 +119,14 @@ pub fn damaged_json(d: &[Damaged]) -> Value {
 /// as the send left it (a keyed retry reads them now: it may find them read or done), its id
 /// and m_AI_l timestamp.
 /// `closed` is a reply's: whether it archived the original.
-pub fn sent_json(store: &dyn Store, sent: &Sent, closed: Option<bool>) -> Result<Value> {
+pub fn sent_json(mr: &Mailroom<'_>, sent: &Sent, closed: Option<bool>) -> Result<Value> {
     // A new message's id was made for this send, so every copy of it is one this send put in
     // place, unread: that is the state reported, without reading each back. A retry with a
     // used key reports each copy as it is now (the first send's may have been read).
     let mut states = Vec::with_capacity(sent.message.to.len());
     for to in &sent.message.to {
         let state = if sent.duplicate {
-            store.state_of(to, sent.message.id)?
+            mr.state_of(to, sent.message.id)?
         } else {
             Some(State::Unread)
         };

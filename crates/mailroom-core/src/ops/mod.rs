@@ -15,6 +15,7 @@ mod lookup;
 mod m_ai_l;
 mod revise;
 mod send;
+mod views;
 mod wait;
 
 use jiff::Timestamp;
@@ -31,6 +32,7 @@ pub use inject::{HookAnswer, HookEvent};
 pub use lifecycle::{Inbox, InboxStream, Read, urgency_order};
 pub use revise::{CancelReport, EditOutcome, EditPatch, EditReport, OutboxEntry};
 pub use send::{Draft, MAX_RECIPIENTS, Sent};
+pub use views::Activity;
 pub use wait::{Cancel, WaitFor, Waited, Watched};
 
 use lookup::check_prefix;
@@ -104,7 +106,7 @@ impl<'s> Mailroom<'s> {
         }
     }
 
-    pub fn store(&self) -> &(dyn Store + 's) {
+    pub(crate) fn store(&self) -> &(dyn Store + 's) {
         &*self.store
     }
 

@@ -209,7 +209,7 @@ pub(super) fn write_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
             idempotency_key: a.idempotency_key,
         },
     )?;
-    Ok(plain(mailroom_json::sent_json(t.mr.store(), &sent, None)?))
+    Ok(plain(mailroom_json::sent_json(&t.mr, &sent, None)?))
 }
 
 /// The message a revision names: its id, or its timestamp + subject among `me`'s sent mail.
@@ -411,7 +411,7 @@ pub(super) fn handover_self(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> 
         }
     }
     let sent = t.mr.handover(&me, a.body, None, Priority::default())?;
-    Ok(plain(mailroom_json::sent_json(t.mr.store(), &sent, None)?))
+    Ok(plain(mailroom_json::sent_json(&t.mr, &sent, None)?))
 }
 
 pub(super) fn get_outbox(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
@@ -438,11 +438,7 @@ pub(super) fn reply_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
         },
         a.keep_open,
     )?;
-    Ok(plain(mailroom_json::sent_json(
-        t.mr.store(),
-        &sent,
-        Some(closed),
-    )?))
+    Ok(plain(mailroom_json::sent_json(&t.mr, &sent, Some(closed))?))
 }
 
 pub(super) fn mark_done(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
@@ -468,7 +464,7 @@ pub(super) fn broadcast(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
             idempotency_key: a.idempotency_key,
         },
     )?;
-    Ok(plain(mailroom_json::sent_json(t.mr.store(), &sent, None)?))
+    Ok(plain(mailroom_json::sent_json(&t.mr, &sent, None)?))
 }
 
 pub(super) fn retract_broadcast(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
@@ -498,7 +494,7 @@ pub(super) fn channel_post(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     } else {
         t.mr.post(&me, &project, &a.channel, draft)?
     };
-    Ok(plain(mailroom_json::sent_json(t.mr.store(), &sent, None)?))
+    Ok(plain(mailroom_json::sent_json(&t.mr, &sent, None)?))
 }
 
 pub(super) fn channel_read(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {

@@ -834,7 +834,7 @@ fn one_shared_mailroom_serves_many_threads() {
     for t in threads {
         t.join().expect("a sender thread");
     }
-    let bob = shared.store().pending(&addr("bob@web")).expect("pending");
+    let bob = shared.peek(&addr("bob@web")).expect("pending");
     assert_eq!(
         bob.messages.len(),
         40,

@@ -88,7 +88,7 @@ pub fn handover(
 pub(crate) fn print_sent(ctx: &Ctx, sent: &Sent, verb: &str, closed: Option<bool>) -> Result<()> {
     output::notices(&sent.notices);
     if ctx.json {
-        output::print_json(&mailroom_json::sent_json(ctx.store.as_dyn(), sent, closed)?);
+        output::print_json(&mailroom_json::sent_json(&ctx.mailroom(), sent, closed)?);
         return Ok(());
     }
     let mut line = format!(
