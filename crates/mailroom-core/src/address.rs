@@ -62,6 +62,40 @@ impl AddressSpec {
     }
 }
 
+/// A mailbox as a caller wrote it, read the one way every front end reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// `HUMAN` (whatever project it is written with), `handle@project`, or a bare handle read
+    /// in the project the caller is in.
+    Address(Address),
+    /// A bare handle with no project to read it in.
+    Bare(Name),
+}
+
+/// Reads `written` (`HUMAN`, `handle@project` or `handle`): a bare handle is read in the
+/// project `project` gives, which is asked only then (its own parse error stands).
+pub fn read_written(
+    written: &str,
+    project: impl FnOnce() -> crate::error::Result<Option<Name>>,
+) -> crate::error::Result<Written> {
+    let spec =
+        AddressSpec::parse(written).map_err(|source| crate::error::Error::InvalidAddress {
+            input: written.to_owned(),
+            source,
+        })?;
+    if spec.is_human() {
+        return Ok(Written::Address(Address::human()));
+    }
+    let project = match spec.project {
+        Some(p) => p,
+        None => match project()? {
+            Some(p) => p,
+            None => return Ok(Written::Bare(spec.handle)),
+        },
+    };
+    Ok(Written::Address(Address::in_project(spec.handle, project)))
+}
+
 impl Address {
     /// The operator's global mailbox.
     pub fn human() -> Address {

@@ -15,7 +15,7 @@ pub mod render;
 pub mod store;
 pub mod text;
 
-pub use address::{Address, AddressSpec, HUMAN, Scope};
+pub use address::{Address, AddressSpec, HUMAN, Scope, Written, read_written};
 pub use error::{Error, ErrorKind, Fix, Result};
 pub use message::{Damaged, Kind, Listing, Message, MessageId, Priority, State, Stored};
 pub use name::Name;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::address::{Address, AddressSpec};
+use crate::address::{Address, Written, read_written};
 use crate::error::{Error, Result};
 use crate::message::{State, Stored};
 use crate::ops::Mailroom;
@@ -221,25 +221,17 @@ impl Mailroom<'_> {
     /// The address a sender filter names, resolved as a send would resolve it (nothing is
     /// created).
     fn sender_named(&self, me: &Address, written: &str) -> Result<Address> {
-        let spec = AddressSpec::parse(written).map_err(|source| Error::InvalidAddress {
-            input: written.to_owned(),
-            source,
-        })?;
-        if spec.is_human() {
+        let read = read_written(written, || Ok(me.project().cloned()))?;
+        if matches!(&read, Written::Address(a) if a.is_human()) {
             return Ok(Address::human());
         }
         let r = self.resolve(me.project(), written)?;
-        match r.chosen {
-            Some(c) => Ok(c.address),
-            None => match spec.project {
-                Some(p) => Ok(Address::in_project(spec.handle, p)),
-                None => match me.project() {
-                    Some(p) => Ok(Address::in_project(spec.handle, p.clone())),
-                    None => Err(Error::HandleNowhere {
-                        handle: spec.handle.to_string(),
-                    }),
-                },
-            },
+        match (r.chosen, read) {
+            (Some(c), _) => Ok(c.address),
+            (None, Written::Address(a)) => Ok(a),
+            (None, Written::Bare(handle)) => Err(Error::HandleNowhere {
+                handle: handle.to_string(),
+            }),
         }
     }
 }

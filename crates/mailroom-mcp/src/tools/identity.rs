@@ -1,7 +1,7 @@
 //! Who a call acts as: the input fields that name the acting member, which a server bound to
 //! one identity leaves out of the schemas it lists, and how a call's fields become an address.
 
-use mailroom_core::{Address, AddressSpec, Error, Name, Result};
+use mailroom_core::{Address, Error, Name, Result, Written, read_written};
 use serde_json::Value;
 
 use super::{Spec, Tools};
@@ -68,23 +68,12 @@ impl Tools {
         handle: &str,
         field: &str,
     ) -> Result<Address> {
-        let spec = AddressSpec::parse(handle).map_err(|source| Error::InvalidAddress {
-            input: handle.to_owned(),
-            source,
-        })?;
-        if spec.is_human() {
-            return Ok(Address::human());
+        match read_written(handle, || project.map(|p| name("project", p)).transpose())? {
+            Written::Address(a) => self.mr.spelled(&a),
+            Written::Bare(_) => Err(Error::Invalid(format!(
+                "the {field} '{handle}' needs its project: pass project_handle or write {handle}@PROJECT"
+            ))),
         }
-        let project = match (spec.project, project) {
-            (Some(p), _) => p,
-            (None, Some(p)) => name("project", p)?,
-            (None, None) => {
-                return Err(Error::Invalid(format!(
-                    "the {field} '{handle}' needs its project: pass project_handle or write {handle}@PROJECT"
-                )));
-            }
-        };
-        self.mr.spelled(&Address::in_project(spec.handle, project))
     }
 
     /// Who a call acts as: the server's identity, which the call may name but not change; or on
