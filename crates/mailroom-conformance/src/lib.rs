@@ -206,4 +206,43 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), count, "two cases share a name");
     }
+
+    /// The list behind [`super::all`] and `store_tests!` is written by hand, so a case added to a
+    /// module and not to the list would silently never run. Every `pub fn` of a case module
+    /// (all but `kit` and this file) is a case: each must be listed, under its own module.
+    #[test]
+    fn every_public_function_of_a_case_module_is_listed() {
+        let listed: std::collections::BTreeSet<String> = super::all()
+            .into_iter()
+            .map(|(name, _)| name.to_owned())
+            .collect();
+        let lib = include_str!("lib.rs");
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut missing = Vec::new();
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let path = entry.unwrap().path();
+            let module = path.file_stem().unwrap().to_str().unwrap().to_owned();
+            if matches!(module.as_str(), "lib" | "kit") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for line in text.lines() {
+                let Some(rest) = line.strip_prefix("pub fn ") else {
+                    continue;
+                };
+                let name = rest.split(['(', '<']).next().unwrap_or(rest);
+                seen += 1;
+                if !listed.contains(name) || !lib.contains(&format!("{module}::{name},")) {
+                    missing.push(format!("{module}::{name}"));
+                }
+            }
+        }
+        assert!(seen > 100, "the case modules were read: {seen} functions found");
+        assert!(
+            missing.is_empty(),
+            "cases missing from the list in lib.rs (add them to `__cases!`): {missing:?}"
+        );
+        assert_eq!(seen, listed.len(), "every listed case is a function of a case module");
+    }
 }
