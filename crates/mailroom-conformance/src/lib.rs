@@ -238,11 +238,18 @@ mod tests {
                 }
             }
         }
-        assert!(seen > 100, "the case modules were read: {seen} functions found");
+        assert!(
+            seen > 100,
+            "the case modules were read: {seen} functions found"
+        );
         assert!(
             missing.is_empty(),
             "cases missing from the list in lib.rs (add them to `__cases!`): {missing:?}"
         );
-        assert_eq!(seen, listed.len(), "every listed case is a function of a case module");
+        assert_eq!(
+            seen,
+            listed.len(),
+            "every listed case is a function of a case module"
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::support::Home;
+use crate::support::{Home, both_stores};
 
 /// Creates `ROOT/rel` as a git checkout (a `.git` directory is all mailroom looks for).
 fn checkout(home: &Home, rel: &str) -> PathBuf {
@@ -116,9 +116,7 @@ fn a_roster_holds_from_every_direction() {
         .ok();
 }
 
-#[test]
-fn an_inactive_member_gets_no_broadcast_posted_while_inactive() {
-    let home = Home::new();
+fn an_inactive_member_gets_no_broadcast_posted_while_inactive(home: &Home) {
     home.send("lead@web", "dev@web", "both exist");
     home.as_("dev@web", ["done", "--all"]).ok();
     home.as_("lead@web", ["roster", "deactivate", "dev"]).ok();
@@ -195,9 +193,7 @@ fn a_refused_command_leaves_no_trace() {
     assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
 }
 
-#[test]
-fn free_text_may_start_with_a_dash() {
-    let home = Home::new();
+fn free_text_may_start_with_a_dash(home: &Home) {
     home.as_(
         "alice",
         [
@@ -218,17 +214,13 @@ fn free_text_may_start_with_a_dash() {
     assert_eq!(listed["messages"][0]["body"], "-1 is wrong");
 }
 
-#[test]
-fn the_implicit_default_project_lists_an_empty_roster() {
-    let home = Home::new();
+fn the_implicit_default_project_lists_an_empty_roster(home: &Home) {
     let repo = checkout(&home, "src/web");
     let run = home.cmd(["roster"]).current_dir(&repo).ok();
     assert_eq!(run.stdout, "Project 'default' has no members yet.\n");
 }
 
-#[test]
-fn reading_a_channel_nobody_posted_to_is_not_found() {
-    let home = Home::new();
+fn reading_a_channel_nobody_posted_to_is_not_found(home: &Home) {
     home.as_("api@shop", ["channel", "post", "run-42", "-m", "started"])
         .ok();
     for args in [
@@ -403,9 +395,7 @@ fn an_edit_is_held_to_the_rules_a_send_is() {
 /// Regression: a roster refusal asked for `roster add eve`, after which the same send was still
 /// refused: identities are `handle@project`, so the member writes as `eve@sec`. An outsider's
 /// reply into a roster project is mail into it like any other.
-#[test]
-fn a_roster_refusal_names_the_step_that_lets_the_sender_in() {
-    let home = Home::new();
+fn a_roster_refusal_names_the_step_that_lets_the_sender_in(home: &Home) {
     roster_project_sec(&home);
     let asked = home.send("alice@sec", "eve@other", "a question from inside");
     let refused = home
@@ -494,9 +484,7 @@ fn a_keyed_retry_naming_a_new_recipient_creates_nothing() {
 
 /// Regression: `projects add` of an existing project suggested `projects set` to anyone, who
 /// was then refused it.
-#[test]
-fn a_policy_conflict_suggests_only_a_step_the_actor_may_take() {
-    let home = Home::new();
+fn a_policy_conflict_suggests_only_a_step_the_actor_may_take(home: &Home) {
     roster_project_sec(&home);
     let run = home
         .as_("eve@other", ["projects", "add", "sec", "--policy", "open"])
@@ -561,3 +549,12 @@ fn a_role_a_query_and_an_id_list_are_bounded() {
     )
     .ok();
 }
+
+both_stores!(
+    an_inactive_member_gets_no_broadcast_posted_while_inactive,
+    free_text_may_start_with_a_dash,
+    the_implicit_default_project_lists_an_empty_roster,
+    reading_a_channel_nobody_posted_to_is_not_found,
+    a_roster_refusal_names_the_step_that_lets_the_sender_in,
+    a_policy_conflict_suggests_only_a_step_the_actor_may_take,
+);

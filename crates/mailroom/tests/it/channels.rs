@@ -2,8 +2,9 @@
 //! `retract` and its refusals, `channel post|read|show|list|export|import`.
 
 use insta::assert_snapshot;
+use serde_json::Value;
 
-use crate::support::{Home, settings};
+use crate::support::{Home, both_stores, settings};
 
 /// Broadcasts `body` as `from` and returns its id.
 fn broadcast(home: &Home, from: &str, body: &str) -> String {
@@ -13,10 +14,8 @@ fn broadcast(home: &Home, from: &str, body: &str) -> String {
     v["id"].as_str().expect("an id").to_owned()
 }
 
-#[test]
-fn a_broadcast_is_shown_once_to_each_member_labelled_and_never_to_its_sender() {
+fn a_broadcast_is_shown_once_to_each_member_labelled_and_never_to_its_sender(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     home.send("carol", "bob", "A directed question");
     let text = home
         .as_(
@@ -60,10 +59,8 @@ fn a_broadcast_is_shown_once_to_each_member_labelled_and_never_to_its_sender() {
     assert_eq!(again["messages"], serde_json::json!([]));
 }
 
-#[test]
-fn retract_unsends_for_later_readers_and_refuses_what_it_cannot() {
+fn retract_unsends_for_later_readers_and_refuses_what_it_cannot(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let id = broadcast(&home, "alice", "Freeze on Friday");
     let other = broadcast(&home, "bob", "Bob's own news");
     home.as_("carol", ["inbox"]).ok();
@@ -92,10 +89,8 @@ fn retract_unsends_for_later_readers_and_refuses_what_it_cannot() {
     assert_snapshot!("retract_refusals", refusals);
 }
 
-#[test]
-fn a_run_channel_is_posted_read_once_shown_whole_and_listed() {
+fn a_run_channel_is_posted_read_once_shown_whole_and_listed(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let post = home
         .as_(
             "builder",
@@ -359,9 +354,7 @@ fn channel_export_then_import_keeps_every_body_byte_for_byte() {
     }
 }
 
-#[test]
-fn an_agents_reply_to_a_hold_request_leaves_the_operators_copy_open() {
-    let home = Home::new();
+fn an_agents_reply_to_a_hold_request_leaves_the_operators_copy_open(home: &Home) {
     home.send("a@w", "c@w", "init");
     home.as_(
         "a@w",
@@ -401,9 +394,7 @@ fn an_agents_reply_to_a_hold_request_leaves_the_operators_copy_open() {
     );
 }
 
-#[test]
-fn reading_another_projects_channel_leaves_its_namesakes_broadcasts() {
-    let home = Home::new();
+fn reading_another_projects_channel_leaves_its_namesakes_broadcasts(home: &Home) {
     home.send("alice@api", "bob@api", "api exists");
     broadcast(&home, "alice@api", "api news");
     home.as_(
@@ -454,9 +445,7 @@ fn reading_another_projects_channel_leaves_its_namesakes_broadcasts() {
     );
 }
 
-#[test]
-fn channel_commands_on_a_project_that_does_not_exist_are_not_found() {
-    let home = Home::new();
+fn channel_commands_on_a_project_that_does_not_exist_are_not_found(home: &Home) {
     home.as_("api@website", ["channel", "post", "notes", "-m", "x"])
         .ok();
     let typo = "error: there is no project 'webiste', and 'website' is close to it (did you mean 'website'?); to create 'webiste' anyway, run `mailroom --as HUMAN --project webiste projects add webiste` first\n";
@@ -491,9 +480,7 @@ fn channel_commands_on_a_project_that_does_not_exist_are_not_found() {
     home.as_("new@fresh", ["channel", "read", "all"]).ok();
 }
 
-#[test]
-fn a_channel_is_shown_with_the_spelling_it_was_first_written_with() {
-    let home = Home::new();
+fn a_channel_is_shown_with_the_spelling_it_was_first_written_with(home: &Home) {
     home.as_("api@web", ["channel", "post", "notes", "-m", "x"])
         .ok();
     home.as_("ui@web", ["channel", "post", "NOTES", "-m", "y"])
@@ -541,3 +528,50 @@ fn a_channel_one_typo_from_another_is_started_only_on_purpose() {
     home.as_("api@web", ["channel", "post", "run-43", "-m", "a series"])
         .ok();
 }
+
+fn broadcasts_and_channels_are_shared_by_every_member(h: &Home) {
+    for who in ["alice", "bob", "carol"] {
+        h.as_("HUMAN", &["--project", "web", "roster", "add", who])
+            .ok();
+    }
+    h.as_("alice@web", &["send", "--broadcast", "-m", "deploy at 5"])
+        .ok();
+    let bob = h.as_("bob@web", &["--json", "inbox"]).json();
+    assert_eq!(bob["messages"][0]["body"], "deploy at 5");
+    let again = h.as_("bob@web", &["--json", "inbox"]).json();
+    assert!(ids(&again).is_empty(), "a broadcast is shown once: {again}");
+    let carol = h.as_("carol@web", &["--json", "inbox"]).json();
+    assert_eq!(carol["messages"][0]["body"], "deploy at 5");
+    h.as_(
+        "alice@web",
+        &["channel", "post", "run-7", "-m", "step 1 done"],
+    )
+    .ok();
+    let run = h
+        .as_("bob@web", &["--json", "channel", "read", "run-7"])
+        .json();
+    assert!(run.to_string().contains("step 1 done"), "{run}");
+    let list = h.as_("bob@web", &["channel", "list"]).stdout();
+    assert!(list.contains("run-7"), "{list}");
+}
+
+/// The ids of a listing's messages, in order.
+fn ids(v: &Value) -> Vec<String> {
+    v["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+both_stores!(
+    broadcasts_and_channels_are_shared_by_every_member,
+    a_broadcast_is_shown_once_to_each_member_labelled_and_never_to_its_sender,
+    retract_unsends_for_later_readers_and_refuses_what_it_cannot,
+    a_run_channel_is_posted_read_once_shown_whole_and_listed,
+    an_agents_reply_to_a_hold_request_leaves_the_operators_copy_open,
+    reading_another_projects_channel_leaves_its_namesakes_broadcasts,
+    channel_commands_on_a_project_that_does_not_exist_are_not_found,
+    a_channel_is_shown_with_the_spelling_it_was_first_written_with,
+);

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
-use crate::support::Home;
+use crate::support::{Home, both_stores};
 
 const SENDERS: usize = 4;
 const PER_SENDER: usize = 250;
@@ -113,11 +113,9 @@ fn listing_problems(v: &Value) -> Vec<String> {
     problems
 }
 
-#[test]
-fn racing_inbox_loops_and_done_all_list_each_id_once_and_only_pending_mail() {
+fn racing_inbox_loops_and_done_all_list_each_id_once_and_only_pending_mail(home: &Home) {
     const SENDERS: usize = 2;
     const PER_SENDER: usize = 150;
-    let home = Home::new();
     let finished = AtomicUsize::new(0);
     let (listings, problems) = std::thread::scope(|scope| {
         for s in 0..SENDERS {
@@ -161,3 +159,5 @@ fn racing_inbox_loops_and_done_all_list_each_id_once_and_only_pending_mail() {
     assert!(listings >= 4, "the readers ran while senders were sending");
     assert_eq!(problems, Vec::<String>::new(), "in {listings} listings");
 }
+
+both_stores!(racing_inbox_loops_and_done_all_list_each_id_once_and_only_pending_mail,);

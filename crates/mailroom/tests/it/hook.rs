@@ -4,7 +4,7 @@
 use insta::assert_snapshot;
 use serde_json::{Value, json};
 
-use crate::support::{Home, settings};
+use crate::support::{Home, both_stores, settings};
 
 /// A git checkout named `web`, so the hook derives the identity `web@default`.
 fn repo(home: &Home) -> String {
@@ -34,10 +34,8 @@ fn context(run: &crate::support::Run) -> String {
         .to_owned()
 }
 
-#[test]
-fn session_start_injects_pending_mail_and_broadcasts_then_only_news_mid_session() {
+fn session_start_injects_pending_mail_and_broadcasts_then_only_news_mid_session(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let cwd = repo(&home);
     home.send("api", "web", "users.email is now unique");
     home.as_("api", ["send", "--broadcast", "-m", "deploy at 5"])
@@ -68,9 +66,7 @@ fn session_start_injects_pending_mail_and_broadcasts_then_only_news_mid_session(
     assert!(context(&next).starts_with("=== mailroom: 2 pending messages for web@default ==="));
 }
 
-#[test]
-fn stop_reminds_once_while_directed_mail_is_pending() {
-    let home = Home::new();
+fn stop_reminds_once_while_directed_mail_is_pending(home: &Home) {
     let cwd = repo(&home);
     let nothing = hook(
         &home,
@@ -291,9 +287,7 @@ fn the_injection_fits_the_cap_most_urgent_first_and_says_what_it_left_out() {
     assert_eq!(unread, 31 - shown, "what was left out is still new");
 }
 
-#[test]
-fn a_body_cannot_forge_framing_in_the_injection() {
-    let home = Home::new();
+fn a_body_cannot_forge_framing_in_the_injection(home: &Home) {
     let cwd = repo(&home);
     home.send(
         "api",
@@ -460,9 +454,7 @@ fn a_huge_urgent_message_is_cut_at_session_start_and_the_rest_still_follow() {
 
 /// A cut broadcast names `mailroom read ID` too, and that command shows it whole (a broadcast
 /// is no copy of the mailbox, so `read` finds it among the project's channel entries).
-#[test]
-fn a_cut_broadcast_is_read_whole_with_the_command_the_cut_names() {
-    let home = Home::new();
+fn a_cut_broadcast_is_read_whole_with_the_command_the_cut_names(home: &Home) {
     let cwd = repo(&home);
     home.as_("web", ["send", "--to", "api", "-m", "hi"]).ok();
     let body = "word ".repeat(4000);
@@ -725,9 +717,7 @@ fn an_unreachable_postgres_mailroom_is_one_warning_without_the_password() {
 
 /// Codex wraps the Stop reason in `<hook_prompt>` tags: a subject cannot close them (or open
 /// any other tag) whether or not Codex escapes the reason itself.
-#[test]
-fn a_subject_cannot_close_codexs_hook_prompt_wrapper() {
-    let home = Home::new();
+fn a_subject_cannot_close_codexs_hook_prompt_wrapper(home: &Home) {
     let cwd = repo(&home);
     home.send(
         "api",
@@ -748,9 +738,7 @@ fn a_subject_cannot_close_codexs_hook_prompt_wrapper() {
 }
 
 /// The operator's own mail is framed for the operator: there is no one above to report to.
-#[test]
-fn the_operators_inbox_is_framed_for_the_operator() {
-    let home = Home::new();
+fn the_operators_inbox_is_framed_for_the_operator(home: &Home) {
     home.send("api", "HUMAN", "may I deploy?");
     let inbox = home.as_("HUMAN", ["inbox"]).ok();
     assert!(
@@ -777,9 +765,7 @@ fn the_operators_inbox_is_framed_for_the_operator() {
     );
 }
 
-#[test]
-fn a_big_harness_payload_still_gets_the_mail_injected() {
-    let home = Home::new();
+fn a_big_harness_payload_still_gets_the_mail_injected(home: &Home) {
     let cwd = repo(&home);
     home.send("api", "web", "the schema changed");
     // Claude Code's PostToolUse carries the tool's whole output: 5 MiB here, with the fields
@@ -838,3 +824,39 @@ fn stdin_left_open_still_ends_the_hook_with_the_mail() {
         .unwrap();
     assert!(text.contains("still there?"), "{text}");
 }
+
+fn the_hooks_change_token_says_nothing_new_until_mail_arrives(h: &Home) {
+    let cwd = h.root().join("src").join("web");
+    std::fs::create_dir_all(cwd.join(".git")).expect("a checkout");
+    let cwd = cwd.to_string_lossy().into_owned();
+    h.send("api@default", "web", "users.email is now unique");
+    let hook = |event: &str| {
+        h.cmd(["hook", "claude", event])
+            .stdin(json!({"hook_event_name": event, "cwd": cwd}).to_string())
+            .ok()
+    };
+    let start = hook("SessionStart");
+    assert!(
+        start.stdout.contains("users.email is now unique"),
+        "{start:?}"
+    );
+    let quiet = hook("PostToolUse");
+    assert_eq!((quiet.stdout.as_str(), quiet.stderr.as_str()), ("", ""));
+    h.send("api@default", "web", "one more thing");
+    let news = hook("UserPromptSubmit");
+    assert!(news.stdout.contains("one more thing"), "{news:?}");
+    assert!(!news.stdout.contains("users.email"), "only what is new");
+    let again = hook("PostToolUse");
+    assert_eq!(again.stdout, "", "shown once mid-session");
+}
+
+both_stores!(
+    the_hooks_change_token_says_nothing_new_until_mail_arrives,
+    session_start_injects_pending_mail_and_broadcasts_then_only_news_mid_session,
+    stop_reminds_once_while_directed_mail_is_pending,
+    a_body_cannot_forge_framing_in_the_injection,
+    a_cut_broadcast_is_read_whole_with_the_command_the_cut_names,
+    a_subject_cannot_close_codexs_hook_prompt_wrapper,
+    the_operators_inbox_is_framed_for_the_operator,
+    a_big_harness_payload_still_gets_the_mail_injected,
+);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use insta::assert_snapshot;
 use serde_json::Value;
 
-use crate::support::{Home, settings};
+use crate::support::{Home, both_stores, settings};
 
 /// Copies fixture `name` into the test's temporary directory (so reported paths redact to
 /// `[TMP]`) and returns the copy's path.
@@ -55,10 +55,8 @@ fn owned(rows: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
         .collect()
 }
 
-#[test]
-fn import_m_ai_l_puts_each_mailbox_in_place_and_a_second_run_adds_nothing() {
+fn import_m_ai_l_puts_each_mailbox_in_place_and_a_second_run_adds_nothing(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let tree = fixture(&home, "m_ai_l");
     let first = home.as_("HUMAN", ["import", "m_ai_l"]).args([&tree]).ok();
     assert_snapshot!("m_ai_l_first", home.show(&first));
@@ -140,10 +138,8 @@ fn import_m_ai_l_keeps_the_roles_and_statuses_of_roster_md() {
     );
 }
 
-#[test]
-fn import_m_ai_l_recovers_what_it_can_from_damaged_files_and_reports_the_rest_by_line() {
+fn import_m_ai_l_recovers_what_it_can_from_damaged_files_and_reports_the_rest_by_line(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let tree = fixture(&home, "damaged");
     let first = home.as_("HUMAN", ["import", "m_ai_l"]).args([&tree]).ok();
     assert_snapshot!("damaged_first", home.show(&first));
@@ -179,10 +175,8 @@ fn import_m_ai_l_recovers_what_it_can_from_damaged_files_and_reports_the_rest_by
     );
 }
 
-#[test]
-fn import_repo_mailbox_keeps_pending_archived_broadcasts_and_seen_sets() {
+fn import_repo_mailbox_keeps_pending_archived_broadcasts_and_seen_sets(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let tree = fixture(&home, "repo-mailbox");
     let first = home.cmd(["import", "repo-mailbox"]).args([&tree]).ok();
     assert_snapshot!("repo_mailbox_first", home.show(&first));
@@ -234,10 +228,8 @@ fn import_repo_mailbox_keeps_pending_archived_broadcasts_and_seen_sets() {
     );
 }
 
-#[test]
-fn import_mailbox_md_goes_to_the_run_channel_and_a_second_run_adds_nothing() {
+fn import_mailbox_md_goes_to_the_run_channel_and_a_second_run_adds_nothing(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let tree = fixture(&home, "mailbox-md");
     let file = tree.join("run-42/mailbox.md");
     let first = home
@@ -269,10 +261,8 @@ fn import_mailbox_md_goes_to_the_run_channel_and_a_second_run_adds_nothing() {
     );
 }
 
-#[test]
-fn import_m_ai_l_reads_a_real_projects_config_with_windows_paths_into_roster_projects() {
+fn import_m_ai_l_reads_a_real_projects_config_with_windows_paths_into_roster_projects(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let tree = fixture(&home, "m_ai_l_windows");
     let first = home
         .as_("HUMAN", ["import", "m_ai_l"])
@@ -314,9 +304,7 @@ fn import_m_ai_l_reads_a_real_projects_config_with_windows_paths_into_roster_pro
     assert_snapshot!("m_ai_l_windows_roster_refusal", home.show(&refused));
 }
 
-#[test]
-fn import_m_ai_l_reads_outbox_lines_in_the_short_shape() {
-    let home = Home::new();
+fn import_m_ai_l_reads_outbox_lines_in_the_short_shape(home: &Home) {
     let tree = fixture(&home, "m_ai_l_windows");
     home.as_("HUMAN", ["import", "m_ai_l"])
         .args([tree.join("common")])
@@ -395,9 +383,7 @@ fn import_mailbox_md_names_the_channel_after_any_other_file_and_reports_a_missin
 
 /// Regression: m_AI_l lists HUMAN in every roster.md, and each import made the operator a
 /// member named HUMAN of each project.
-#[test]
-fn import_m_ai_l_never_makes_human_a_roster_member() {
-    let home = Home::new();
+fn import_m_ai_l_never_makes_human_a_roster_member(home: &Home) {
     let tree = fixture(&home, "m_ai_l_windows");
     let run = home
         .as_("HUMAN", ["--json", "import", "m_ai_l"])
@@ -522,3 +508,13 @@ fn a_tree_importer_refuses_what_is_not_its_tree_and_makes_nothing() {
     }
     home.as_("web", ["send", "--to", "api", "-m", "x"]).ok();
 }
+
+both_stores!(
+    import_m_ai_l_puts_each_mailbox_in_place_and_a_second_run_adds_nothing,
+    import_m_ai_l_recovers_what_it_can_from_damaged_files_and_reports_the_rest_by_line,
+    import_repo_mailbox_keeps_pending_archived_broadcasts_and_seen_sets,
+    import_mailbox_md_goes_to_the_run_channel_and_a_second_run_adds_nothing,
+    import_m_ai_l_reads_a_real_projects_config_with_windows_paths_into_roster_projects,
+    import_m_ai_l_reads_outbox_lines_in_the_short_shape,
+    import_m_ai_l_never_makes_human_a_roster_member,
+);

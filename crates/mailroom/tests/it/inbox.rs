@@ -2,7 +2,7 @@
 
 use insta::assert_snapshot;
 
-use crate::support::{Home, settings};
+use crate::support::{Home, both_stores, settings};
 
 #[test]
 fn inbox_reports_each_state_as_it_was_before_this_call_marked_it_read() {
@@ -115,10 +115,8 @@ fn read_marks_read_and_read_archive_archives() {
     assert_snapshot!("read_outbox", home.redact(&outbox));
 }
 
-#[test]
-fn search_covers_the_archive_and_the_outbox() {
+fn search_covers_the_archive_and_the_outbox(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let plan = home.send("alice", "bob", "The deploy plan is in docs/");
     home.send("alice", "bob", "Unrelated lunch order");
     home.as_("bob", ["done", &plan]).ok();
@@ -130,3 +128,5 @@ fn search_covers_the_archive_and_the_outbox() {
     let none = home.as_("bob", ["search", "nothing like it"]).stdout();
     assert_snapshot!("search_none", none);
 }
+
+both_stores!(search_covers_the_archive_and_the_outbox,);

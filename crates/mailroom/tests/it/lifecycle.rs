@@ -1,8 +1,9 @@
 //! `done`, `edit`, `cancel`, `archive`, `outbox` and `recover`: directed mail after it is sent.
 
 use insta::assert_snapshot;
+use serde_json::Value;
 
-use crate::support::{Home, settings};
+use crate::support::{Home, both_stores, settings};
 
 #[test]
 fn done_marks_one_several_or_all() {
@@ -56,10 +57,8 @@ fn edit_of_unread_mail_changes_it_in_place() {
     assert_eq!(home.count("bob", "read"), 1);
 }
 
-#[test]
-fn edit_of_read_mail_sends_a_correction_in_the_same_thread() {
+fn edit_of_read_mail_sends_a_correction_in_the_same_thread(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let id = home.send("alice", "bob", "Meet at 10");
     home.as_("bob", ["read", &id]).ok();
     let run = home.as_("alice", ["edit", &id, "-m", "Meet at 11"]).ok();
@@ -127,10 +126,8 @@ fn archive_archives_the_whole_mailbox() {
     assert_eq!(home.count("bob", "done"), 3);
 }
 
-#[test]
-fn outbox_shows_each_recipients_state() {
+fn outbox_shows_each_recipients_state(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let many = home
         .as_(
             "alice",
@@ -187,3 +184,65 @@ fn recover_lists_recent_archive_and_restores_to_pending() {
     let empty = home.as_("carol", ["recover"]).stdout();
     assert_snapshot!("recover_empty", empty);
 }
+
+fn send_inbox_read_reply_done_and_search_go_through_the_store(h: &Home) {
+    let first = h.send("alice@web", "bob", "is the API frozen?");
+    let second = h.send("alice@web", "bob", "second question");
+    let inbox = h
+        .as_("bob@web", &["--json", "inbox", "--limit", "1"])
+        .json();
+    assert_eq!(ids(&inbox), vec![first.clone()]);
+    assert_eq!(inbox["messages"][0]["state"], "unread", "the state before");
+    let read = h.as_("bob@web", &["--json", "read", &second]).json();
+    assert_eq!(read["messages"][0]["body"], "second question", "{read}");
+    h.as_("bob@web", &["reply", &first, "--message", "yes, frozen"])
+        .ok();
+    let alice = h.as_("alice@web", &["--json", "inbox"]).json();
+    assert_eq!(alice["messages"][0]["body"], "yes, frozen");
+    assert_eq!(alice["messages"][0]["thread"], first.as_str());
+    h.as_("bob@web", &["done", &second]).ok();
+    let left = h.as_("bob@web", &["--json", "inbox"]).json();
+    assert!(
+        ids(&left).is_empty(),
+        "replied and done: nothing pending: {left}"
+    );
+    let found = h.as_("bob@web", &["--json", "search", "FROZEN"]).json();
+    assert!(
+        found.to_string().contains("is the API frozen?"),
+        "search reaches the archive: {found}"
+    );
+    let outbox = h.as_("alice@web", &["--json", "outbox"]).json();
+    assert!(outbox.to_string().contains(&second), "{outbox}");
+}
+
+fn edit_and_cancel_reach_only_unread_copies(h: &Home) {
+    let id = h.send("alice@web", "bob", "port 8080");
+    h.as_("alice@web", &["edit", &id, "--message", "port 9090"])
+        .ok();
+    let read = h.as_("bob@web", &["--json", "read", &id]).json();
+    assert_eq!(read["messages"][0]["body"], "port 9090", "{read}");
+    assert_eq!(read["messages"][0]["revision"], 2, "{read}");
+    let refused = h.as_("alice@web", &["cancel", &id]).fails(4);
+    assert!(
+        refused.stderr.contains("already read"),
+        "{}",
+        refused.stderr
+    );
+}
+
+/// The ids of a listing's messages, in order.
+fn ids(v: &Value) -> Vec<String> {
+    v["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+both_stores!(
+    send_inbox_read_reply_done_and_search_go_through_the_store,
+    edit_and_cancel_reach_only_unread_copies,
+    edit_of_read_mail_sends_a_correction_in_the_same_thread,
+    outbox_shows_each_recipients_state,
+);

@@ -2,13 +2,13 @@
 //! answer per line out. Garbage gets an answer and never stops the server.
 
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{BIN, Home};
+use crate::support::{Home, both_stores};
 
 /// A running `mailroom mcp` and the lines it answers.
 pub(crate) struct Mcp {
@@ -19,11 +19,8 @@ pub(crate) struct Mcp {
 
 impl Mcp {
     pub(crate) fn start(home: &Home, args: &[&str]) -> Mcp {
-        let mut child = Command::new(BIN)
-            .env_remove("MAILROOM_AS")
-            .env_remove("MAILROOM_URL")
-            .env("MAILROOM_HOME", home.path())
-            .current_dir(home.root().join("work"))
+        let mut child = home
+            .process()
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -104,20 +101,17 @@ impl Mcp {
 }
 
 /// How many unread copies a mailbox of `project` holds.
-fn unread(home: &Home, project: &str, handle: &str) -> usize {
-    let dir = home
-        .path()
-        .join("projects")
-        .join(project)
-        .join("boxes")
-        .join(handle)
-        .join("unread");
-    std::fs::read_dir(dir).map_or(0, |d| d.count())
+/// How many messages `handle@project` has unread, as its own `whoami` counts them.
+fn unread(home: &Home, project: &str, handle: &str) -> u64 {
+    let me = home
+        .as_(&format!("{handle}@{project}"), ["--json", "whoami"])
+        .json();
+    me["unread"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("whoami --json counts unread mail: {me}"))
 }
 
-#[test]
-fn mcp_garbage_is_answered_and_the_server_keeps_serving() {
-    let home = Home::new();
+fn mcp_garbage_is_answered_and_the_server_keeps_serving(home: &Home) {
     let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
     let call = |id: u64, name: &str, arguments: Value| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}).to_string()
@@ -228,9 +222,7 @@ fn mcp_garbage_is_answered_and_the_server_keeps_serving() {
     );
 }
 
-#[test]
-fn mcp_mail_written_by_the_server_is_read_by_the_cli() {
-    let home = Home::new();
+fn mcp_mail_written_by_the_server_is_read_by_the_cli(home: &Home) {
     let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
     let sent = mcp.call(1, "write_mail", json!({"project_handle": "web", "sender": "alice", "recipient": "bob", "subject": "hi", "body": "hello"}));
     let id = sent["result"]["structuredContent"]["id"]
@@ -259,9 +251,7 @@ fn mcp_mail_written_by_the_server_is_read_by_the_cli() {
 
 /// The server keeps project files and roster entries between calls: a roster change made by
 /// another process (the CLI) while it runs is seen by its next call, both ways.
-#[test]
-fn mcp_sees_a_roster_change_made_by_another_process_while_it_runs() {
-    let home = Home::new();
+fn mcp_sees_a_roster_change_made_by_another_process_while_it_runs(home: &Home) {
     let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
     let to_bob = json!({"recipient": "bob", "body": "hello"});
     let first = mcp.call(1, "write_mail", to_bob.clone());
@@ -286,9 +276,7 @@ fn mcp_sees_a_roster_change_made_by_another_process_while_it_runs() {
 /// A request line that arrives in two reads, with another call answered in between, is one
 /// request: the server keeps what it read of the line while it answers (a client's large
 /// `write_mail` crosses a pipe buffer in pieces).
-#[test]
-fn mcp_a_line_split_while_another_call_is_answered_still_runs() {
-    let home = Home::new();
+fn mcp_a_line_split_while_another_call_is_answered_still_runs(home: &Home) {
     let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
     let first = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_projects", "arguments": {}}});
     let second = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "write_mail", "arguments": {"recipient": "bob", "subject": "split", "body": "hello"}}}).to_string();
@@ -311,9 +299,7 @@ fn mcp_a_line_split_while_another_call_is_answered_still_runs() {
     );
 }
 
-#[test]
-fn mcp_lifecycle_lists_five_tools() {
-    let home = Home::new();
+fn mcp_lifecycle_lists_five_tools(home: &Home) {
     let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp", "--tools", "lifecycle"]);
     let list = mcp.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
     let names: Vec<&str> = list["result"]["tools"]
@@ -335,9 +321,7 @@ fn mcp_lifecycle_lists_five_tools() {
     assert_eq!(mcp.finish(), 0);
 }
 
-#[test]
-fn mcp_serves_the_current_revision_without_a_handshake_and_ends_quietly() {
-    let home = Home::new();
+fn mcp_serves_the_current_revision_without_a_handshake_and_ends_quietly(home: &Home) {
     let line = json!({
         "jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "write_mail", "arguments": {"recipient": "bob", "body": "hi"},
@@ -356,9 +340,7 @@ fn mcp_serves_the_current_revision_without_a_handshake_and_ends_quietly() {
     assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
 }
 
-#[test]
-fn mcp_without_an_identity_is_refused_with_the_ways_to_get_one() {
-    let home = Home::new();
+fn mcp_without_an_identity_is_refused_with_the_ways_to_get_one(home: &Home) {
     let run = home.cmd(["mcp"]).run();
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("--as-any"), "{}", run.stderr);
@@ -394,3 +376,56 @@ fn the_plugin_mcp_json_starts_the_server_with_every_tool() {
     );
     assert_eq!(mcp.finish(), 0);
 }
+
+fn the_mcp_server_serves_the_mailroom_the_cli_reads(h: &Home) {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let mut server = h
+        .process()
+        .args(["--as", "alice@web", "mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the server starts");
+    let mut stdin = server.stdin.take().expect("stdin");
+    let mut lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    let mut ask = |v: Value| -> Value {
+        writeln!(stdin, "{v}").expect("write");
+        stdin.flush().expect("flush");
+        if v.get("id").is_none() {
+            return Value::Null;
+        }
+        let line = lines.next().expect("an answer").expect("readable");
+        serde_json::from_str(&line).expect("JSON")
+    };
+    let init = ask(json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "it", "version": "1"}},
+    }));
+    assert_eq!(init["result"]["serverInfo"]["name"], "mailroom", "{init}");
+    ask(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let sent = ask(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "write_mail", "arguments": {"recipient": "bob", "subject": "hi", "body": "through MCP"}}}));
+    assert_eq!(sent["result"]["isError"], false, "{sent}");
+    let bob = h.as_("bob@web", &["--json", "inbox"]).json();
+    assert_eq!(bob["messages"][0]["body"], "through MCP", "{bob}");
+    let id = bob["messages"][0]["id"].as_str().expect("id").to_owned();
+    h.as_("bob@web", &["reply", &id, "--message", "got it"])
+        .ok();
+    let answer = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "read_mail", "arguments": {}}}));
+    assert!(answer.to_string().contains("got it"), "{answer}");
+    drop(stdin);
+    server.wait().expect("the server stops when its input ends");
+}
+
+both_stores!(
+    the_mcp_server_serves_the_mailroom_the_cli_reads,
+    mcp_garbage_is_answered_and_the_server_keeps_serving,
+    mcp_mail_written_by_the_server_is_read_by_the_cli,
+    mcp_sees_a_roster_change_made_by_another_process_while_it_runs,
+    mcp_a_line_split_while_another_call_is_answered_still_runs,
+    mcp_lifecycle_lists_five_tools,
+    mcp_serves_the_current_revision_without_a_handshake_and_ends_quietly,
+    mcp_without_an_identity_is_refused_with_the_ways_to_get_one,
+);

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use mailroom_core::MessageId;
 
-use crate::support::{BIN, Home};
+use crate::support::{BIN, Home, both_stores};
 
 const NOW: &str = "2026-03-13T14:22:00Z";
 
@@ -172,9 +172,7 @@ fn a_search_killed_while_it_builds_the_index_leaves_search_right() {
 /// The operator belongs to no project and may read every channel: `--as HUMAN search` finds
 /// posts in every project's channels, as the console's search does (one search, in the core);
 /// a member searches its own project's only.
-#[test]
-fn the_operators_search_covers_every_projects_channels() {
-    let home = Home::new();
+fn the_operators_search_covers_every_projects_channels(home: &Home) {
     home.as_(
         "alice@shop",
         ["channel", "post", "run-1", "--message", "kiwi deploy done"],
@@ -197,3 +195,5 @@ fn the_operators_search_covers_every_projects_channels() {
     let alice = home.as_("alice@shop", ["--json", "search", "kiwi"]).json();
     assert_eq!(alice["messages"].as_array().unwrap().len(), 1, "{alice}");
 }
+
+both_stores!(the_operators_search_covers_every_projects_channels,);

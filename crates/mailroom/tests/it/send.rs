@@ -2,7 +2,7 @@
 
 use insta::assert_snapshot;
 
-use crate::support::{Home, settings};
+use crate::support::{Home, both_stores, settings};
 
 #[test]
 fn send_to_several_recipients_gives_each_their_own_copy() {
@@ -136,9 +136,7 @@ fn send_reads_the_body_from_stdin_and_cuts_the_default_subject_at_72_characters(
     assert_snapshot!("stdin_body_inbox", home.redact_json(&v));
 }
 
-#[test]
-fn send_accepts_a_body_of_exactly_one_mebibyte_on_stdin() {
-    let home = Home::new();
+fn send_accepts_a_body_of_exactly_one_mebibyte_on_stdin(home: &Home) {
     let body = "a".repeat(1024 * 1024);
     home.as_("alice", ["send", "--to", "bob", "--subject", "big"])
         .stdin(body.clone())
@@ -213,10 +211,8 @@ fn reply_keep_open_leaves_the_original_read_so_its_sender_cannot_cancel_it() {
     home.as_("alice", ["cancel", &id]).fails(4);
 }
 
-#[test]
-fn handover_leaves_a_note_for_the_next_session() {
+fn handover_leaves_a_note_for_the_next_session(home: &Home) {
     let _s = settings().bind_to_scope();
-    let home = Home::new();
     let run = home
         .as_(
             "alice",
@@ -243,9 +239,7 @@ fn handover_leaves_a_note_for_the_next_session() {
     assert_snapshot!("handover_inbox", home.redact(&inbox));
 }
 
-#[test]
-fn the_sender_is_spelled_as_first_written_whether_the_body_is_given_or_piped() {
-    let home = Home::new();
+fn the_sender_is_spelled_as_first_written_whether_the_body_is_given_or_piped(home: &Home) {
     home.send("Api@Shop", "HUMAN", "first, as written");
     home.send("API@SHOP", "HUMAN", "given with --message");
     home.as_("api@shop", ["send", "--to", "HUMAN"])
@@ -290,3 +284,9 @@ fn an_unreadable_sender_entry_is_the_first_error_whatever_else_is_wrong() {
     }
     assert!(before.changes(&home.tree()).is_empty(), "nothing changed");
 }
+
+both_stores!(
+    send_accepts_a_body_of_exactly_one_mebibyte_on_stdin,
+    handover_leaves_a_note_for_the_next_session,
+    the_sender_is_spelled_as_first_written_whether_the_body_is_given_or_piped,
+);

@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{BIN, Home};
+use crate::support::{Home, both_stores};
 
 /// A running `mailroom serve` on a free loopback port.
 struct Console {
@@ -42,11 +42,8 @@ impl Answer {
 
 impl Console {
     fn start(home: &Home) -> Console {
-        let mut child = Command::new(BIN)
-            .env_remove("MAILROOM_AS")
-            .env_remove("MAILROOM_URL")
-            .env("MAILROOM_HOME", home.path())
-            .current_dir(home.root().join("work"))
+        let mut child = home
+            .process()
             .args(["serve", "--listen", "127.0.0.1:0"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -176,9 +173,7 @@ fn human_pending(home: &Home) -> usize {
     v["messages"].as_array().unwrap().len()
 }
 
-#[test]
-fn serve_refuses_every_request_without_the_token() {
-    let home = Home::new();
+fn serve_refuses_every_request_without_the_token(home: &Home) {
     hold_request(&home, "deploy secret-subject", "body");
     let c = Console::start(&home);
     let host = c.host();
@@ -199,9 +194,7 @@ fn serve_refuses_every_request_without_the_token() {
     }
 }
 
-#[test]
-fn serve_admits_the_printed_token_once_as_an_httponly_strict_cookie() {
-    let home = Home::new();
+fn serve_admits_the_printed_token_once_as_an_httponly_strict_cookie(home: &Home) {
     let c = Console::start(&home);
     let host = c.host();
     let a = c.raw(
@@ -239,9 +232,7 @@ fn serve_admits_the_printed_token_once_as_an_httponly_strict_cookie() {
     assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
 }
 
-#[test]
-fn serve_refuses_a_host_a_dns_name_could_rebind() {
-    let home = Home::new();
+fn serve_refuses_a_host_a_dns_name_could_rebind(home: &Home) {
     hold_request(&home, "deploy secret-subject", "body");
     let c = Console::start(&home);
     let cookie = c.cookie();
@@ -263,9 +254,7 @@ fn serve_refuses_a_host_a_dns_name_could_rebind() {
     assert_eq!(a.status, 200, "localhost is this machine: {a:?}");
 }
 
-#[test]
-fn serve_refuses_a_cross_site_post_and_changes_nothing() {
-    let home = Home::new();
+fn serve_refuses_a_cross_site_post_and_changes_nothing(home: &Home) {
     let id = hold_request(&home, "deploy now?", "may I?");
     let c = Console::start(&home);
     let csrf = c.csrf();
@@ -307,9 +296,7 @@ fn serve_refuses_a_cross_site_post_and_changes_nothing() {
     assert_eq!(inbox["messages"].as_array().unwrap().len(), 0, "{inbox}");
 }
 
-#[test]
-fn serve_reply_reaches_the_requester_and_closes_humans_copy() {
-    let home = Home::new();
+fn serve_reply_reaches_the_requester_and_closes_humans_copy(home: &Home) {
     let id = hold_request(&home, "deploy now?", "may I deploy?");
     let c = Console::start(&home);
     let page = c.get("/");
@@ -343,9 +330,7 @@ fn serve_reply_reaches_the_requester_and_closes_humans_copy() {
     assert!(!c.get("/").body.contains(&format!("data-id=\"{id}\"")));
 }
 
-#[test]
-fn serve_shows_agent_text_as_inert_text() {
-    let home = Home::new();
+fn serve_shows_agent_text_as_inert_text(home: &Home) {
     hold_request(
         &home,
         "deploy <script>alert(1)</script>",
@@ -372,9 +357,7 @@ fn serve_shows_agent_text_as_inert_text() {
     }
 }
 
-#[test]
-fn serve_streams_new_mail_to_an_open_page() {
-    let home = Home::new();
+fn serve_streams_new_mail_to_an_open_page(home: &Home) {
     hold_request(&home, "deploy first", "one");
     let c = Console::start(&home);
     let mut s = TcpStream::connect(("127.0.0.1", c.port)).unwrap();
@@ -457,9 +440,7 @@ fn serve_stops_on_sigterm_with_a_page_open_and_exits_0() {
 
 /// The admission page moves on to the address it was opened at, never to another site:
 /// `//host/?token=...` lands on the console's own front page.
-#[test]
-fn serve_admission_never_sends_the_browser_to_another_site() {
-    let home = Home::new();
+fn serve_admission_never_sends_the_browser_to_another_site(home: &Home) {
     let c = Console::start(&home);
     let host = c.host();
     for path in ["//evil.example/", "/\\evil.example/"] {
@@ -481,9 +462,7 @@ fn serve_admission_never_sends_the_browser_to_another_site() {
 
 /// A right-to-left override in a subject, an escape or a bell in a body: the page writes them
 /// out (`\u{202e}`) as the command line does, and keeps the body's line breaks.
-#[test]
-fn serve_writes_out_control_and_reordering_characters() {
-    let home = Home::new();
+fn serve_writes_out_control_and_reordering_characters(home: &Home) {
     hold_request(
         &home,
         "invoice \u{202e}fdp.exe",
@@ -563,12 +542,11 @@ fn serve_event_streams_share_one_watch_and_leave_inotify_to_other_programs() {
         }
     }
     assert_eq!((open.len(), refused), (32, 98));
-    if cfg!(target_os = "linux") {
+    if cfg!(target_os = "linux") && !home.is_postgres() {
         assert_eq!(inotify_instances(c.child.id()), 1, "one watch for 32 pages");
     }
-    let waiter = Command::new(BIN)
-        .env("MAILROOM_HOME", home.path())
-        .env_remove("MAILROOM_AS")
+    let waiter = home
+        .process()
         .args(["--as", "bob@proj", "--json", "wait", "--timeout", "60"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -617,9 +595,7 @@ fn one_answer(s: &mut TcpStream) -> String {
 /// connections open cannot keep the operator out: a newcomer closes the oldest connection that
 /// never showed the token. Only when all 128 have shown it is the next one answered 503, at
 /// once and unread; the console serves again as soon as one of them is gone.
-#[test]
-fn serve_holds_128_connections_and_strangers_cannot_keep_the_operator_out() {
-    let home = Home::new();
+fn serve_holds_128_connections_and_strangers_cannot_keep_the_operator_out(home: &Home) {
     let c = Console::start(&home);
     let mut strangers: Vec<TcpStream> = (0..128)
         .map(|_| TcpStream::connect(("127.0.0.1", c.port)).unwrap())
@@ -683,9 +659,7 @@ fn serve_holds_128_connections_and_strangers_cannot_keep_the_operator_out() {
 /// A POST without the `csrf` field got axum's 422 "Failed to deserialize form body": every form
 /// that is not this run's page's gets the documented status and the console's sentence, a
 /// missing or wrong token 403 before anything else is read, other broken forms 400.
-#[test]
-fn serve_answers_a_malformed_form_with_the_documented_status_and_changes_nothing() {
-    let home = Home::new();
+fn serve_answers_a_malformed_form_with_the_documented_status_and_changes_nothing(home: &Home) {
     let id = hold_request(&home, "deploy now?", "may I?");
     let c = Console::start(&home);
     let csrf = c.csrf();
@@ -738,9 +712,7 @@ fn serve_answers_a_malformed_form_with_the_documented_status_and_changes_nothing
 
 /// Two Host headers, or an absolute-form target naming another host than the Host header: the
 /// request does not say which host it is for, so it is 400.
-#[test]
-fn serve_refuses_a_request_that_names_two_hosts() {
-    let home = Home::new();
+fn serve_refuses_a_request_that_names_two_hosts(home: &Home) {
     hold_request(&home, "deploy secret-subject", "body");
     let c = Console::start(&home);
     let (host, cookie) = (c.host(), c.cookie());
@@ -878,9 +850,7 @@ fn serve_every_link_of_every_page_leads_to_a_page() {
 /// One message of 300 KB without a space made `/inbox` take 13 s to lay out in a browser. A
 /// list shows the first 500 characters of a body, cut between characters, and links to the
 /// message's own page, which shows all of it.
-#[test]
-fn serve_lists_show_the_start_of_a_long_body_and_link_to_the_whole_message() {
-    let home = Home::new();
+fn serve_lists_show_the_start_of_a_long_body_and_link_to_the_whole_message(home: &Home) {
     let long = format!("{}\u{e9}{}", "a".repeat(499), "x".repeat(300_000));
     // Through stdin: one argument of 300 KB is more than the kernel passes.
     let id = home
@@ -943,9 +913,7 @@ fn serve_lists_show_the_start_of_a_long_body_and_link_to_the_whole_message() {
 
 /// The Decisions page orders what waits as the inbox does: hold requests, then by priority,
 /// then oldest first.
-#[test]
-fn serve_decisions_come_most_urgent_first_as_in_the_inbox() {
-    let home = Home::new();
+fn serve_decisions_come_most_urgent_first_as_in_the_inbox(home: &Home) {
     let ask = |subject: &str, priority: &str| -> String {
         let v = home
             .as_(
@@ -987,9 +955,7 @@ fn serve_decisions_come_most_urgent_first_as_in_the_inbox() {
 
 /// An address whose path or query does not read is refused in the console's words (400),
 /// never with the web framework's own rejection text.
-#[test]
-fn serve_refuses_an_unreadable_address_in_its_own_words() {
-    let home = Home::new();
+fn serve_refuses_an_unreadable_address_in_its_own_words(home: &Home) {
     let c = Console::start(&home);
     for path in [
         "/channel/x/%FF",
@@ -1011,3 +977,21 @@ fn serve_refuses_an_unreadable_address_in_its_own_words() {
         );
     }
 }
+
+both_stores!(
+    serve_refuses_every_request_without_the_token,
+    serve_admits_the_printed_token_once_as_an_httponly_strict_cookie,
+    serve_refuses_a_host_a_dns_name_could_rebind,
+    serve_refuses_a_cross_site_post_and_changes_nothing,
+    serve_reply_reaches_the_requester_and_closes_humans_copy,
+    serve_shows_agent_text_as_inert_text,
+    serve_streams_new_mail_to_an_open_page,
+    serve_admission_never_sends_the_browser_to_another_site,
+    serve_writes_out_control_and_reordering_characters,
+    serve_holds_128_connections_and_strangers_cannot_keep_the_operator_out,
+    serve_answers_a_malformed_form_with_the_documented_status_and_changes_nothing,
+    serve_refuses_a_request_that_names_two_hosts,
+    serve_lists_show_the_start_of_a_long_body_and_link_to_the_whole_message,
+    serve_decisions_come_most_urgent_first_as_in_the_inbox,
+    serve_refuses_an_unreadable_address_in_its_own_words,
+);

@@ -13,20 +13,53 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
+use mailroom_store_pg::testing::TestDb;
 use serde_json::Value;
 
 /// The binary under test, as Cargo built it for this test run.
 pub const BIN: &str = env!("CARGO_BIN_EXE_mailroom");
 
-/// A temporary directory holding a mailroom home (`home/`) and a working directory (`work/`).
+/// A temporary directory holding a mailroom home (`home/`) and a working directory (`work/`),
+/// and, for a test run on PostgreSQL, the schema every command of the test uses instead.
 #[derive(Debug)]
 pub struct Home {
     root: tempfile::TempDir,
     /// Message ids in order of first appearance, for numbering them in snapshots.
     ids: Mutex<Vec<String>>,
+    /// Set when the commands run against PostgreSQL (`MAILROOM_URL`), not the file home.
+    db: Option<TestDb>,
 }
 
 impl Home {
+    /// A home whose commands use a fresh PostgreSQL mailroom (a schema of its own on the test
+    /// server), or `None` when the PostgreSQL tests are skipped on this machine.
+    pub fn postgres(test: &str) -> Option<Home> {
+        let db = TestDb::create(test)?;
+        let mut home = Home::new();
+        home.db = Some(db);
+        Some(home)
+    }
+
+    /// The database URL the commands use, when they run on PostgreSQL.
+    pub fn url(&self) -> Option<String> {
+        self.db.as_ref().map(TestDb::url)
+    }
+
+    /// Whether the commands run on PostgreSQL.
+    pub fn is_postgres(&self) -> bool {
+        self.db.is_some()
+    }
+
+    /// Fails the test when a PostgreSQL run wrote anything into the file home.
+    pub fn assert_no_file_home(&self) {
+        if self.is_postgres() {
+            assert!(
+                !self.path().exists(),
+                "a PostgreSQL mailroom writes nothing to the file home"
+            );
+        }
+    }
+
     pub fn new() -> Home {
         let root = tempfile::Builder::new()
             .prefix("mailroom-it-")
@@ -42,6 +75,7 @@ impl Home {
         Home {
             root,
             ids: Mutex::new(Vec::new()),
+            db: None,
         }
     }
 
@@ -62,14 +96,25 @@ impl Home {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
+        let mut cmd = self.process();
+        cmd.args(args);
+        TestCommand { cmd, stdin: None }
+    }
+
+    /// The binary as a plain process with this home's environment (the home, or the database
+    /// when the test runs on PostgreSQL), for tests that drive it by hand: pipes held open,
+    /// ptys, long-lived servers.
+    pub fn process(&self) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.env_remove("MAILROOM_AS")
             .env_remove("MAILROOM_URL")
             .env("MAILROOM_HOME", self.path())
             .env("TMPDIR", self.root())
-            .current_dir(self.root().join("work"))
-            .args(args);
-        TestCommand { cmd, stdin: None }
+            .current_dir(self.root().join("work"));
+        if let Some(url) = self.url() {
+            cmd.env("MAILROOM_URL", url);
+        }
+        cmd
     }
 
     /// `mailroom --as WHO ARGS`.
@@ -485,3 +530,28 @@ impl Watchdog {
         self.thread.join().expect("the watchdog thread ends");
     }
 }
+
+/// Runs each named test on both stores: for `fn NAME(home: &Home)`, `both_stores!(NAME)` makes
+/// `NAME::files`, run on a file home, and `NAME::postgres`, run on a fresh PostgreSQL mailroom
+/// (which must leave the file home unwritten), through the same commands. Such a test must not
+/// look at files under the home (write a plain `#[test]` for that) and names its snapshots:
+/// both runs compare against the same one, so the two stores must print the same thing.
+macro_rules! both_stores {
+    ($($name:ident),+ $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn files() {
+                super::$name(&$crate::support::Home::new());
+            }
+
+            #[test]
+            fn postgres() {
+                if let Some(home) = $crate::support::Home::postgres(module_path!()) {
+                    super::$name(&home);
+                    home.assert_no_file_home();
+                }
+            }
+        }
+    )+};
+}
+pub(crate) use both_stores;

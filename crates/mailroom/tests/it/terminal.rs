@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::support::Home;
+use crate::support::{Home, both_stores};
 
 /// A body that redraws the framing on a terminal, writes the clipboard (OSC 52) and forges a
 /// message for readers that split lines at U+2028, NEL, VT or FF.
@@ -179,10 +179,8 @@ fn on_a_terminal(home: &Home, who: &str, args: &[&str]) -> String {
         .write(true)
         .open(name.to_str().expect("a pty's name is UTF-8"))
         .expect("open the pty's other end");
-    let mut child = std::process::Command::new(crate::support::BIN)
-        .env_remove("MAILROOM_URL")
-        .env("MAILROOM_HOME", home.path())
-        .current_dir(home.root().join("work"))
+    let mut child = home
+        .process()
         .arg("--as")
         .arg(who)
         .args(args)
@@ -207,9 +205,7 @@ fn on_a_terminal(home: &Home, who: &str, args: &[&str]) -> String {
     String::from_utf8(out).expect("UTF-8 on the terminal")
 }
 
-#[test]
-fn channel_export_to_a_terminal_shows_escape_sequences_escaped() {
-    let home = Home::new();
+fn channel_export_to_a_terminal_shows_escape_sequences_escaped(home: &Home) {
     let hostile = "clip\u{1b}]52;c;cm0gLXJmIC8=\u{7} title\u{1b}]0;pwned\u{7} clear\u{1b}[2J";
     home.as_("api", ["channel", "post", "ops", "-m", hostile])
         .ok();
@@ -228,3 +224,5 @@ fn channel_export_to_a_terminal_shows_escape_sequences_escaped() {
     let exported = home.as_("api", ["channel", "export", "ops"]).ok().stdout;
     assert!(exported.contains(hostile), "{exported}");
 }
+
+both_stores!(channel_export_to_a_terminal_shows_escape_sequences_escaped,);

@@ -1,25 +1,20 @@
 //! `wait`: blocks until mail is pending, woken by the file system (no polling), and changes
 //! nothing; times out with exit 6.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use crate::support::{BIN, Home, Watchdog};
+use crate::support::{Home, Watchdog, both_stores};
 
 fn waiter(home: &Home, args: &[&str]) -> std::process::Child {
-    Command::new(BIN)
+    home.process()
         .args(args)
-        .env("MAILROOM_HOME", home.path())
-        .env_remove("MAILROOM_AS")
-        .current_dir(home.path().parent().unwrap())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap()
 }
 
-#[test]
-fn wait_wakes_when_mail_arrives_and_leaves_it_unread() {
-    let home = Home::new();
+fn wait_wakes_when_mail_arrives_and_leaves_it_unread(home: &Home) {
     home.send("alice", "bob", "warm up");
     home.as_("bob", ["inbox"]).ok();
     let child = waiter(&home, &["--as", "bob", "--json", "wait", "--timeout", "60"]);
@@ -46,9 +41,7 @@ fn wait_wakes_when_mail_arrives_and_leaves_it_unread() {
     );
 }
 
-#[test]
-fn wait_for_a_reply_wakes_on_that_reply_only() {
-    let home = Home::new();
+fn wait_for_a_reply_wakes_on_that_reply_only(home: &Home) {
     let question = home.send("alice", "bob", "which port?");
     let child = waiter(
         &home,
@@ -106,10 +99,8 @@ fn wait_times_out_with_exit_6_and_changes_nothing() {
     );
 }
 
-#[test]
-fn watch_follows_a_mailbox_line_by_line_and_marks_nothing_read() {
+fn watch_follows_a_mailbox_line_by_line_and_marks_nothing_read(home: &Home) {
     use std::io::{BufRead, BufReader};
-    let home = Home::new();
     let first = home.send("alice", "bob", "already here");
     let mut child = waiter(&home, &["--as", "HUMAN", "--json", "watch", "bob@default"]);
     // A watchdog, so a broken watch fails the test instead of hanging it.
@@ -136,10 +127,8 @@ fn watch_follows_a_mailbox_line_by_line_and_marks_nothing_read() {
     );
 }
 
-#[test]
-fn watch_prints_a_broadcast_posted_while_it_runs() {
+fn watch_prints_a_broadcast_posted_while_it_runs(home: &Home) {
     use std::io::{BufRead, BufReader};
-    let home = Home::new();
     let first = home.send("alice", "bob", "already here");
     let mut child = waiter(&home, &["--as", "bob", "--json", "watch"]);
     // A watchdog, so a watch that never wakes fails the test instead of hanging it.
@@ -185,9 +174,7 @@ fn waiting_in_a_fresh_home_creates_nothing() {
     assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
 }
 
-#[test]
-fn wait_started_before_the_home_exists_wakes_on_the_first_mail() {
-    let home = Home::new();
+fn wait_started_before_the_home_exists_wakes_on_the_first_mail(home: &Home) {
     let child = waiter(&home, &["--as", "bob", "--json", "wait", "--timeout", "60"]);
     let id = home.send("alice", "bob", "first ever");
     let out = child.wait_with_output().unwrap();
@@ -237,3 +224,11 @@ fn a_timed_out_wait_for_a_reply_says_how_long_it_waited_as_people_write_it() {
     }
     assert_eq!(before.changes(&home.tree()), Vec::<String>::new());
 }
+
+both_stores!(
+    wait_wakes_when_mail_arrives_and_leaves_it_unread,
+    wait_for_a_reply_wakes_on_that_reply_only,
+    watch_follows_a_mailbox_line_by_line_and_marks_nothing_read,
+    watch_prints_a_broadcast_posted_while_it_runs,
+    wait_started_before_the_home_exists_wakes_on_the_first_mail,
+);
