@@ -215,7 +215,7 @@ fn free_text_may_start_with_a_dash(home: &Home) {
 }
 
 fn the_implicit_default_project_lists_an_empty_roster(home: &Home) {
-    let repo = checkout(&home, "src/web");
+    let repo = checkout(home, "src/web");
     let run = home.cmd(["roster"]).current_dir(&repo).ok();
     assert_eq!(run.stdout, "Project 'default' has no members yet.\n");
 }
@@ -396,7 +396,7 @@ fn an_edit_is_held_to_the_rules_a_send_is() {
 /// refused: identities are `handle@project`, so the member writes as `eve@sec`. An outsider's
 /// reply into a roster project is mail into it like any other.
 fn a_roster_refusal_names_the_step_that_lets_the_sender_in(home: &Home) {
-    roster_project_sec(&home);
+    roster_project_sec(home);
     let asked = home.send("alice@sec", "eve@other", "a question from inside");
     let refused = home
         .as_("eve@other", ["send", "--to", "alice@sec", "-m", "hi"])
@@ -485,7 +485,7 @@ fn a_keyed_retry_naming_a_new_recipient_creates_nothing() {
 /// Regression: `projects add` of an existing project suggested `projects set` to anyone, who
 /// was then refused it.
 fn a_policy_conflict_suggests_only_a_step_the_actor_may_take(home: &Home) {
-    roster_project_sec(&home);
+    roster_project_sec(home);
     let run = home
         .as_("eve@other", ["projects", "add", "sec", "--policy", "open"])
         .fails(4);

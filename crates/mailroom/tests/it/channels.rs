@@ -61,8 +61,8 @@ fn a_broadcast_is_shown_once_to_each_member_labelled_and_never_to_its_sender(hom
 
 fn retract_unsends_for_later_readers_and_refuses_what_it_cannot(home: &Home) {
     let _s = settings().bind_to_scope();
-    let id = broadcast(&home, "alice", "Freeze on Friday");
-    let other = broadcast(&home, "bob", "Bob's own news");
+    let id = broadcast(home, "alice", "Freeze on Friday");
+    let other = broadcast(home, "bob", "Bob's own news");
     home.as_("carol", ["inbox"]).ok();
     let run = home.as_("alice", ["retract", &id]).ok();
     assert_snapshot!("retract", home.show(&run));
@@ -369,7 +369,7 @@ fn an_agents_reply_to_a_hold_request_leaves_the_operators_copy_open(home: &Home)
     )
     .ok();
     let pending = |home: &Home| home.as_("HUMAN", ["--json", "inbox"]).json()["messages"].clone();
-    let first = pending(&home);
+    let first = pending(home);
     let id = first[0]["id"]
         .as_str()
         .expect("HUMAN has the request")
@@ -381,14 +381,14 @@ fn an_agents_reply_to_a_hold_request_leaves_the_operators_copy_open(home: &Home)
         }
         home.as_("c@w", &args).ok();
         assert_eq!(
-            pending(&home).as_array().map(Vec::len),
+            pending(home).as_array().map(Vec::len),
             Some(1),
             "only the operator closes its copy (keep_open: {keep_open})"
         );
     }
     home.as_("HUMAN", ["reply", &id, "-m", "no"]).ok();
     assert_eq!(
-        pending(&home),
+        pending(home),
         serde_json::json!([]),
         "the operator's answer closes it"
     );
@@ -396,7 +396,7 @@ fn an_agents_reply_to_a_hold_request_leaves_the_operators_copy_open(home: &Home)
 
 fn reading_another_projects_channel_leaves_its_namesakes_broadcasts(home: &Home) {
     home.send("alice@api", "bob@api", "api exists");
-    broadcast(&home, "alice@api", "api news");
+    broadcast(home, "alice@api", "api news");
     home.as_(
         "bob@web",
         [
@@ -531,27 +531,27 @@ fn a_channel_one_typo_from_another_is_started_only_on_purpose() {
 
 fn broadcasts_and_channels_are_shared_by_every_member(h: &Home) {
     for who in ["alice", "bob", "carol"] {
-        h.as_("HUMAN", &["--project", "web", "roster", "add", who])
+        h.as_("HUMAN", ["--project", "web", "roster", "add", who])
             .ok();
     }
-    h.as_("alice@web", &["send", "--broadcast", "-m", "deploy at 5"])
+    h.as_("alice@web", ["send", "--broadcast", "-m", "deploy at 5"])
         .ok();
-    let bob = h.as_("bob@web", &["--json", "inbox"]).json();
+    let bob = h.as_("bob@web", ["--json", "inbox"]).json();
     assert_eq!(bob["messages"][0]["body"], "deploy at 5");
-    let again = h.as_("bob@web", &["--json", "inbox"]).json();
+    let again = h.as_("bob@web", ["--json", "inbox"]).json();
     assert!(ids(&again).is_empty(), "a broadcast is shown once: {again}");
-    let carol = h.as_("carol@web", &["--json", "inbox"]).json();
+    let carol = h.as_("carol@web", ["--json", "inbox"]).json();
     assert_eq!(carol["messages"][0]["body"], "deploy at 5");
     h.as_(
         "alice@web",
-        &["channel", "post", "run-7", "-m", "step 1 done"],
+        ["channel", "post", "run-7", "-m", "step 1 done"],
     )
     .ok();
     let run = h
-        .as_("bob@web", &["--json", "channel", "read", "run-7"])
+        .as_("bob@web", ["--json", "channel", "read", "run-7"])
         .json();
     assert!(run.to_string().contains("step 1 done"), "{run}");
-    let list = h.as_("bob@web", &["channel", "list"]).stdout();
+    let list = h.as_("bob@web", ["channel", "list"]).stdout();
     assert!(list.contains("run-7"), "{list}");
 }
 

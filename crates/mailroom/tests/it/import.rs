@@ -57,7 +57,7 @@ fn owned(rows: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
 
 fn import_m_ai_l_puts_each_mailbox_in_place_and_a_second_run_adds_nothing(home: &Home) {
     let _s = settings().bind_to_scope();
-    let tree = fixture(&home, "m_ai_l");
+    let tree = fixture(home, "m_ai_l");
     let first = home.as_("HUMAN", ["import", "m_ai_l"]).args([&tree]).ok();
     assert_snapshot!("m_ai_l_first", home.show(&first));
     let second = home.as_("HUMAN", ["import", "m_ai_l"]).args([&tree]).ok();
@@ -140,7 +140,7 @@ fn import_m_ai_l_keeps_the_roles_and_statuses_of_roster_md() {
 
 fn import_m_ai_l_recovers_what_it_can_from_damaged_files_and_reports_the_rest_by_line(home: &Home) {
     let _s = settings().bind_to_scope();
-    let tree = fixture(&home, "damaged");
+    let tree = fixture(home, "damaged");
     let first = home.as_("HUMAN", ["import", "m_ai_l"]).args([&tree]).ok();
     assert_snapshot!("damaged_first", home.show(&first));
     let json = home
@@ -177,7 +177,7 @@ fn import_m_ai_l_recovers_what_it_can_from_damaged_files_and_reports_the_rest_by
 
 fn import_repo_mailbox_keeps_pending_archived_broadcasts_and_seen_sets(home: &Home) {
     let _s = settings().bind_to_scope();
-    let tree = fixture(&home, "repo-mailbox");
+    let tree = fixture(home, "repo-mailbox");
     let first = home.cmd(["import", "repo-mailbox"]).args([&tree]).ok();
     assert_snapshot!("repo_mailbox_first", home.show(&first));
     let second = home.cmd(["import", "repo-mailbox"]).args([&tree]).ok();
@@ -230,7 +230,7 @@ fn import_repo_mailbox_keeps_pending_archived_broadcasts_and_seen_sets(home: &Ho
 
 fn import_mailbox_md_goes_to_the_run_channel_and_a_second_run_adds_nothing(home: &Home) {
     let _s = settings().bind_to_scope();
-    let tree = fixture(&home, "mailbox-md");
+    let tree = fixture(home, "mailbox-md");
     let file = tree.join("run-42/mailbox.md");
     let first = home
         .as_("leader", ["import", "mailbox-md"])
@@ -263,7 +263,7 @@ fn import_mailbox_md_goes_to_the_run_channel_and_a_second_run_adds_nothing(home:
 
 fn import_m_ai_l_reads_a_real_projects_config_with_windows_paths_into_roster_projects(home: &Home) {
     let _s = settings().bind_to_scope();
-    let tree = fixture(&home, "m_ai_l_windows");
+    let tree = fixture(home, "m_ai_l_windows");
     let first = home
         .as_("HUMAN", ["import", "m_ai_l"])
         .args([tree.join("common")])
@@ -305,7 +305,7 @@ fn import_m_ai_l_reads_a_real_projects_config_with_windows_paths_into_roster_pro
 }
 
 fn import_m_ai_l_reads_outbox_lines_in_the_short_shape(home: &Home) {
-    let tree = fixture(&home, "m_ai_l_windows");
+    let tree = fixture(home, "m_ai_l_windows");
     home.as_("HUMAN", ["import", "m_ai_l"])
         .args([tree.join("common")])
         .ok();
@@ -384,7 +384,7 @@ fn import_mailbox_md_names_the_channel_after_any_other_file_and_reports_a_missin
 /// Regression: m_AI_l lists HUMAN in every roster.md, and each import made the operator a
 /// member named HUMAN of each project.
 fn import_m_ai_l_never_makes_human_a_roster_member(home: &Home) {
-    let tree = fixture(&home, "m_ai_l_windows");
+    let tree = fixture(home, "m_ai_l_windows");
     let run = home
         .as_("HUMAN", ["--json", "import", "m_ai_l"])
         .args([tree.join("common")])

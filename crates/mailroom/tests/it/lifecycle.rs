@@ -188,41 +188,39 @@ fn recover_lists_recent_archive_and_restores_to_pending() {
 fn send_inbox_read_reply_done_and_search_go_through_the_store(h: &Home) {
     let first = h.send("alice@web", "bob", "is the API frozen?");
     let second = h.send("alice@web", "bob", "second question");
-    let inbox = h
-        .as_("bob@web", &["--json", "inbox", "--limit", "1"])
-        .json();
+    let inbox = h.as_("bob@web", ["--json", "inbox", "--limit", "1"]).json();
     assert_eq!(ids(&inbox), vec![first.clone()]);
     assert_eq!(inbox["messages"][0]["state"], "unread", "the state before");
-    let read = h.as_("bob@web", &["--json", "read", &second]).json();
+    let read = h.as_("bob@web", ["--json", "read", &second]).json();
     assert_eq!(read["messages"][0]["body"], "second question", "{read}");
-    h.as_("bob@web", &["reply", &first, "--message", "yes, frozen"])
+    h.as_("bob@web", ["reply", &first, "--message", "yes, frozen"])
         .ok();
-    let alice = h.as_("alice@web", &["--json", "inbox"]).json();
+    let alice = h.as_("alice@web", ["--json", "inbox"]).json();
     assert_eq!(alice["messages"][0]["body"], "yes, frozen");
     assert_eq!(alice["messages"][0]["thread"], first.as_str());
-    h.as_("bob@web", &["done", &second]).ok();
-    let left = h.as_("bob@web", &["--json", "inbox"]).json();
+    h.as_("bob@web", ["done", &second]).ok();
+    let left = h.as_("bob@web", ["--json", "inbox"]).json();
     assert!(
         ids(&left).is_empty(),
         "replied and done: nothing pending: {left}"
     );
-    let found = h.as_("bob@web", &["--json", "search", "FROZEN"]).json();
+    let found = h.as_("bob@web", ["--json", "search", "FROZEN"]).json();
     assert!(
         found.to_string().contains("is the API frozen?"),
         "search reaches the archive: {found}"
     );
-    let outbox = h.as_("alice@web", &["--json", "outbox"]).json();
+    let outbox = h.as_("alice@web", ["--json", "outbox"]).json();
     assert!(outbox.to_string().contains(&second), "{outbox}");
 }
 
 fn edit_and_cancel_reach_only_unread_copies(h: &Home) {
     let id = h.send("alice@web", "bob", "port 8080");
-    h.as_("alice@web", &["edit", &id, "--message", "port 9090"])
+    h.as_("alice@web", ["edit", &id, "--message", "port 9090"])
         .ok();
-    let read = h.as_("bob@web", &["--json", "read", &id]).json();
+    let read = h.as_("bob@web", ["--json", "read", &id]).json();
     assert_eq!(read["messages"][0]["body"], "port 9090", "{read}");
     assert_eq!(read["messages"][0]["revision"], 2, "{read}");
-    let refused = h.as_("alice@web", &["cancel", &id]).fails(4);
+    let refused = h.as_("alice@web", ["cancel", &id]).fails(4);
     assert!(
         refused.stderr.contains("already read"),
         "{}",

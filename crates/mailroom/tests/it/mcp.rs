@@ -112,7 +112,7 @@ fn unread(home: &Home, project: &str, handle: &str) -> u64 {
 }
 
 fn mcp_garbage_is_answered_and_the_server_keeps_serving(home: &Home) {
-    let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
+    let mut mcp = Mcp::start(home, &["--as", "alice@web", "mcp"]);
     let call = |id: u64, name: &str, arguments: Value| {
         json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}).to_string()
     };
@@ -216,14 +216,14 @@ fn mcp_garbage_is_answered_and_the_server_keeps_serving(home: &Home) {
     assert_eq!(sent["result"]["isError"], false, "{sent}");
     assert_eq!(mcp.finish(), 0);
     assert_eq!(
-        unread(&home, "web", "bob"),
+        unread(home, "web", "bob"),
         1,
         "only the one good send delivered"
     );
 }
 
 fn mcp_mail_written_by_the_server_is_read_by_the_cli(home: &Home) {
-    let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
+    let mut mcp = Mcp::start(home, &["--as", "alice@web", "mcp"]);
     let sent = mcp.call(1, "write_mail", json!({"project_handle": "web", "sender": "alice", "recipient": "bob", "subject": "hi", "body": "hello"}));
     let id = sent["result"]["structuredContent"]["id"]
         .as_str()
@@ -243,7 +243,7 @@ fn mcp_mail_written_by_the_server_is_read_by_the_cli(home: &Home) {
     assert_eq!(inbox["messages"][0]["id"], id.as_str());
     assert_eq!(inbox["messages"][0]["from"], "alice@web");
     assert_eq!(
-        unread(&home, "web", "alice"),
+        unread(home, "web", "alice"),
         0,
         "the forged send wrote nothing"
     );
@@ -252,7 +252,7 @@ fn mcp_mail_written_by_the_server_is_read_by_the_cli(home: &Home) {
 /// The server keeps project files and roster entries between calls: a roster change made by
 /// another process (the CLI) while it runs is seen by its next call, both ways.
 fn mcp_sees_a_roster_change_made_by_another_process_while_it_runs(home: &Home) {
-    let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
+    let mut mcp = Mcp::start(home, &["--as", "alice@web", "mcp"]);
     let to_bob = json!({"recipient": "bob", "body": "hello"});
     let first = mcp.call(1, "write_mail", to_bob.clone());
     assert_eq!(first["result"]["isError"], false, "{first}");
@@ -270,14 +270,14 @@ fn mcp_sees_a_roster_change_made_by_another_process_while_it_runs(home: &Home) {
     let again = mcp.call(3, "write_mail", to_bob);
     assert_eq!(again["result"]["isError"], false, "{again}");
     assert_eq!(mcp.finish(), 0);
-    assert_eq!(unread(&home, "web", "bob"), 2);
+    assert_eq!(unread(home, "web", "bob"), 2);
 }
 
 /// A request line that arrives in two reads, with another call answered in between, is one
 /// request: the server keeps what it read of the line while it answers (a client's large
 /// `write_mail` crosses a pipe buffer in pieces).
 fn mcp_a_line_split_while_another_call_is_answered_still_runs(home: &Home) {
-    let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp"]);
+    let mut mcp = Mcp::start(home, &["--as", "alice@web", "mcp"]);
     let first = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "get_projects", "arguments": {}}});
     let second = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "write_mail", "arguments": {"recipient": "bob", "subject": "split", "body": "hello"}}}).to_string();
     let (head, tail) = second.split_at(40);
@@ -293,14 +293,14 @@ fn mcp_a_line_split_while_another_call_is_answered_still_runs(home: &Home) {
     assert_eq!(sent["result"]["isError"], false, "{sent}");
     assert_eq!(mcp.finish(), 0);
     assert_eq!(
-        unread(&home, "web", "bob"),
+        unread(home, "web", "bob"),
         1,
         "the split request was sent once"
     );
 }
 
 fn mcp_lifecycle_lists_five_tools(home: &Home) {
-    let mut mcp = Mcp::start(&home, &["--as", "alice@web", "mcp", "--tools", "lifecycle"]);
+    let mut mcp = Mcp::start(home, &["--as", "alice@web", "mcp", "--tools", "lifecycle"]);
     let list = mcp.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
     let names: Vec<&str> = list["result"]["tools"]
         .as_array()
@@ -334,7 +334,7 @@ fn mcp_serves_the_current_revision_without_a_handshake_and_ends_quietly(home: &H
     assert_eq!(run.code, 0, "{run:?}");
     let answer: Value = serde_json::from_str(run.stdout.trim()).unwrap();
     assert_eq!(answer["result"]["isError"], false, "{answer}");
-    assert_eq!(unread(&home, "web", "bob"), 1);
+    assert_eq!(unread(home, "web", "bob"), 1);
     // A client that closes before its first request: exit 0, nothing written.
     let run = home.as_("alice@web", ["mcp"]).stdin("").run();
     assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{run:?}");
@@ -407,11 +407,10 @@ fn the_mcp_server_serves_the_mailroom_the_cli_reads(h: &Home) {
     let sent = ask(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "write_mail", "arguments": {"recipient": "bob", "subject": "hi", "body": "through MCP"}}}));
     assert_eq!(sent["result"]["isError"], false, "{sent}");
-    let bob = h.as_("bob@web", &["--json", "inbox"]).json();
+    let bob = h.as_("bob@web", ["--json", "inbox"]).json();
     assert_eq!(bob["messages"][0]["body"], "through MCP", "{bob}");
     let id = bob["messages"][0]["id"].as_str().expect("id").to_owned();
-    h.as_("bob@web", &["reply", &id, "--message", "got it"])
-        .ok();
+    h.as_("bob@web", ["reply", &id, "--message", "got it"]).ok();
     let answer = ask(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "read_mail", "arguments": {}}}));
     assert!(answer.to_string().contains("got it"), "{answer}");

@@ -174,8 +174,8 @@ fn human_pending(home: &Home) -> usize {
 }
 
 fn serve_refuses_every_request_without_the_token(home: &Home) {
-    hold_request(&home, "deploy secret-subject", "body");
-    let c = Console::start(&home);
+    hold_request(home, "deploy secret-subject", "body");
+    let c = Console::start(home);
     let host = c.host();
     for (path, headers) in [
         ("/", vec![("Host", host.as_str())]),
@@ -195,7 +195,7 @@ fn serve_refuses_every_request_without_the_token(home: &Home) {
 }
 
 fn serve_admits_the_printed_token_once_as_an_httponly_strict_cookie(home: &Home) {
-    let c = Console::start(&home);
+    let c = Console::start(home);
     let host = c.host();
     let a = c.raw(
         "GET",
@@ -233,8 +233,8 @@ fn serve_admits_the_printed_token_once_as_an_httponly_strict_cookie(home: &Home)
 }
 
 fn serve_refuses_a_host_a_dns_name_could_rebind(home: &Home) {
-    hold_request(&home, "deploy secret-subject", "body");
-    let c = Console::start(&home);
+    hold_request(home, "deploy secret-subject", "body");
+    let c = Console::start(home);
     let cookie = c.cookie();
     let other_port = format!("127.0.0.1:{}", c.port.wrapping_add(1));
     for host in [
@@ -255,8 +255,8 @@ fn serve_refuses_a_host_a_dns_name_could_rebind(home: &Home) {
 }
 
 fn serve_refuses_a_cross_site_post_and_changes_nothing(home: &Home) {
-    let id = hold_request(&home, "deploy now?", "may I?");
-    let c = Console::start(&home);
+    let id = hold_request(home, "deploy now?", "may I?");
+    let c = Console::start(home);
     let csrf = c.csrf();
     let (host, cookie) = (c.host(), c.cookie());
     let form = encode(&[("csrf", &csrf), ("id", &id), ("body", "yes"), ("back", "/")]);
@@ -291,14 +291,14 @@ fn serve_refuses_a_cross_site_post_and_changes_nothing(home: &Home) {
     assert_eq!(a.status, 403, "{a:?}");
     let a = c.post("/done", &[("id", &id)]);
     assert_eq!(a.status, 403, "{a:?}");
-    assert_eq!(human_pending(&home), 1, "a refused POST changed nothing");
+    assert_eq!(human_pending(home), 1, "a refused POST changed nothing");
     let inbox = home.as_("alice@proj", ["--json", "inbox"]).json();
     assert_eq!(inbox["messages"].as_array().unwrap().len(), 0, "{inbox}");
 }
 
 fn serve_reply_reaches_the_requester_and_closes_humans_copy(home: &Home) {
-    let id = hold_request(&home, "deploy now?", "may I deploy?");
-    let c = Console::start(&home);
+    let id = hold_request(home, "deploy now?", "may I deploy?");
+    let c = Console::start(home);
     let page = c.get("/");
     assert!(
         page.body.contains(&format!("data-id=\"{id}\"")),
@@ -326,17 +326,17 @@ fn serve_reply_reaches_the_requester_and_closes_humans_copy(home: &Home) {
         ),
         "{inbox}"
     );
-    assert_eq!(human_pending(&home), 0, "HUMAN's copy is closed");
+    assert_eq!(human_pending(home), 0, "HUMAN's copy is closed");
     assert!(!c.get("/").body.contains(&format!("data-id=\"{id}\"")));
 }
 
 fn serve_shows_agent_text_as_inert_text(home: &Home) {
     hold_request(
-        &home,
+        home,
         "deploy <script>alert(1)</script>",
         "<img src=x onerror=alert(2)> <a href=\"javascript:alert(3)\">x</a> &lt;b&gt;",
     );
-    let c = Console::start(&home);
+    let c = Console::start(home);
     let body = c.get("/").body;
     assert!(
         body.contains("deploy &lt;script&gt;alert(1)&lt;/script&gt;"),
@@ -358,8 +358,8 @@ fn serve_shows_agent_text_as_inert_text(home: &Home) {
 }
 
 fn serve_streams_new_mail_to_an_open_page(home: &Home) {
-    hold_request(&home, "deploy first", "one");
-    let c = Console::start(&home);
+    hold_request(home, "deploy first", "one");
+    let c = Console::start(home);
     let mut s = TcpStream::connect(("127.0.0.1", c.port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     write!(
@@ -377,7 +377,7 @@ fn serve_streams_new_mail_to_an_open_page(home: &Home) {
         if let Some(data) = line.strip_prefix("data: ") {
             seen.push(data.to_owned());
             if sent.is_none() {
-                sent = Some(hold_request(&home, "deploy second", "two"));
+                sent = Some(hold_request(home, "deploy second", "two"));
             }
             if sent.as_deref().is_some_and(|id| data.starts_with(id)) {
                 break;
@@ -441,7 +441,7 @@ fn serve_stops_on_sigterm_with_a_page_open_and_exits_0() {
 /// The admission page moves on to the address it was opened at, never to another site:
 /// `//host/?token=...` lands on the console's own front page.
 fn serve_admission_never_sends_the_browser_to_another_site(home: &Home) {
-    let c = Console::start(&home);
+    let c = Console::start(home);
     let host = c.host();
     for path in ["//evil.example/", "/\\evil.example/"] {
         let a = c.raw(
@@ -464,11 +464,11 @@ fn serve_admission_never_sends_the_browser_to_another_site(home: &Home) {
 /// out (`\u{202e}`) as the command line does, and keeps the body's line breaks.
 fn serve_writes_out_control_and_reordering_characters(home: &Home) {
     hold_request(
-        &home,
+        home,
         "invoice \u{202e}fdp.exe",
         "line one \u{1b}[31mred\u{7}\nline two\u{200b}",
     );
-    let c = Console::start(&home);
+    let c = Console::start(home);
     for path in ["/", "/inbox"] {
         let body = c.get(path).body;
         assert!(body.contains("invoice \\u{202e}fdp.exe"), "{path}: {body}");
@@ -596,7 +596,7 @@ fn one_answer(s: &mut TcpStream) -> String {
 /// never showed the token. Only when all 128 have shown it is the next one answered 503, at
 /// once and unread; the console serves again as soon as one of them is gone.
 fn serve_holds_128_connections_and_strangers_cannot_keep_the_operator_out(home: &Home) {
-    let c = Console::start(&home);
+    let c = Console::start(home);
     let mut strangers: Vec<TcpStream> = (0..128)
         .map(|_| TcpStream::connect(("127.0.0.1", c.port)).unwrap())
         .collect();
@@ -660,8 +660,8 @@ fn serve_holds_128_connections_and_strangers_cannot_keep_the_operator_out(home: 
 /// that is not this run's page's gets the documented status and the console's sentence, a
 /// missing or wrong token 403 before anything else is read, other broken forms 400.
 fn serve_answers_a_malformed_form_with_the_documented_status_and_changes_nothing(home: &Home) {
-    let id = hold_request(&home, "deploy now?", "may I?");
-    let c = Console::start(&home);
+    let id = hold_request(home, "deploy now?", "may I?");
+    let c = Console::start(home);
     let csrf = c.csrf();
     let (host, cookie) = (c.host(), c.cookie());
     let origin = format!("http://{host}");
@@ -707,14 +707,14 @@ fn serve_answers_a_malformed_form_with_the_documented_status_and_changes_nothing
         assert!(a.body.contains(says), "{path} {body}: {}", a.body);
         assert!(!a.body.contains("Failed to deserialize"), "{}", a.body);
     }
-    assert_eq!(human_pending(&home), 1, "a refused POST changed nothing");
+    assert_eq!(human_pending(home), 1, "a refused POST changed nothing");
 }
 
 /// Two Host headers, or an absolute-form target naming another host than the Host header: the
 /// request does not say which host it is for, so it is 400.
 fn serve_refuses_a_request_that_names_two_hosts(home: &Home) {
-    hold_request(&home, "deploy secret-subject", "body");
-    let c = Console::start(&home);
+    hold_request(home, "deploy secret-subject", "body");
+    let c = Console::start(home);
     let (host, cookie) = (c.host(), c.cookie());
     let a = c.raw(
         "GET",
@@ -875,7 +875,7 @@ fn serve_lists_show_the_start_of_a_long_body_and_link_to_the_whole_message(home:
     home.as_("alice@proj", ["channel", "post", "run-42"])
         .stdin(long.clone())
         .ok();
-    let c = Console::start(&home);
+    let c = Console::start(home);
     let excerpt = format!("{}\u{e9}\u{2026}</div>", "a".repeat(499));
     let link = "characters)</a>";
     for path in [
@@ -938,8 +938,8 @@ fn serve_decisions_come_most_urgent_first_as_in_the_inbox(home: &Home) {
     };
     let low = ask("low first", "L");
     let high = ask("high later", "H");
-    let hold = hold_request(&home, "hold", "may I?");
-    let c = Console::start(&home);
+    let hold = hold_request(home, "hold", "may I?");
+    let c = Console::start(home);
     let page = c.get("/").body;
     let at = |id: &str| page.find(&format!("data-id=\"{id}\"")).unwrap();
     assert!(at(&hold) < at(&high) && at(&high) < at(&low), "{page}");
@@ -956,7 +956,7 @@ fn serve_decisions_come_most_urgent_first_as_in_the_inbox(home: &Home) {
 /// An address whose path or query does not read is refused in the console's words (400),
 /// never with the web framework's own rejection text.
 fn serve_refuses_an_unreadable_address_in_its_own_words(home: &Home) {
-    let c = Console::start(&home);
+    let c = Console::start(home);
     for path in [
         "/channel/x/%FF",
         "/channel/x/y/%FF",

@@ -209,7 +209,7 @@ fn channel_export_to_a_terminal_shows_escape_sequences_escaped(home: &Home) {
     let hostile = "clip\u{1b}]52;c;cm0gLXJmIC8=\u{7} title\u{1b}]0;pwned\u{7} clear\u{1b}[2J";
     home.as_("api", ["channel", "post", "ops", "-m", hostile])
         .ok();
-    let shown = on_a_terminal(&home, "api", &["channel", "export", "ops"]);
+    let shown = on_a_terminal(home, "api", &["channel", "export", "ops"]);
     let raw: Vec<char> = shown
         .chars()
         .filter(|c| c.is_control() && !['\n', '\r', '\t'].contains(c))

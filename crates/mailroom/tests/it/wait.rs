@@ -17,7 +17,7 @@ fn waiter(home: &Home, args: &[&str]) -> std::process::Child {
 fn wait_wakes_when_mail_arrives_and_leaves_it_unread(home: &Home) {
     home.send("alice", "bob", "warm up");
     home.as_("bob", ["inbox"]).ok();
-    let child = waiter(&home, &["--as", "bob", "--json", "wait", "--timeout", "60"]);
+    let child = waiter(home, &["--as", "bob", "--json", "wait", "--timeout", "60"]);
     let id = home.send("alice", "bob", "are you there?");
     let out = child.wait_with_output().unwrap();
     assert_eq!(
@@ -44,7 +44,7 @@ fn wait_wakes_when_mail_arrives_and_leaves_it_unread(home: &Home) {
 fn wait_for_a_reply_wakes_on_that_reply_only(home: &Home) {
     let question = home.send("alice", "bob", "which port?");
     let child = waiter(
-        &home,
+        home,
         &[
             "--as",
             "alice",
@@ -102,7 +102,7 @@ fn wait_times_out_with_exit_6_and_changes_nothing() {
 fn watch_follows_a_mailbox_line_by_line_and_marks_nothing_read(home: &Home) {
     use std::io::{BufRead, BufReader};
     let first = home.send("alice", "bob", "already here");
-    let mut child = waiter(&home, &["--as", "HUMAN", "--json", "watch", "bob@default"]);
+    let mut child = waiter(home, &["--as", "HUMAN", "--json", "watch", "bob@default"]);
     // A watchdog, so a broken watch fails the test instead of hanging it.
     let watchdog = Watchdog::arm(&child);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -130,7 +130,7 @@ fn watch_follows_a_mailbox_line_by_line_and_marks_nothing_read(home: &Home) {
 fn watch_prints_a_broadcast_posted_while_it_runs(home: &Home) {
     use std::io::{BufRead, BufReader};
     let first = home.send("alice", "bob", "already here");
-    let mut child = waiter(&home, &["--as", "bob", "--json", "watch"]);
+    let mut child = waiter(home, &["--as", "bob", "--json", "watch"]);
     // A watchdog, so a watch that never wakes fails the test instead of hanging it.
     let watchdog = Watchdog::arm(&child);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -175,7 +175,7 @@ fn waiting_in_a_fresh_home_creates_nothing() {
 }
 
 fn wait_started_before_the_home_exists_wakes_on_the_first_mail(home: &Home) {
-    let child = waiter(&home, &["--as", "bob", "--json", "wait", "--timeout", "60"]);
+    let child = waiter(home, &["--as", "bob", "--json", "wait", "--timeout", "60"]);
     let id = home.send("alice", "bob", "first ever");
     let out = child.wait_with_output().unwrap();
     assert_eq!(
