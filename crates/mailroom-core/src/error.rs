@@ -189,7 +189,32 @@ pub enum Fix {
     SplitRecipients,
     /// Post to a channel as a new one, although its name is close to an existing channel's.
     NewChannel { channel: String },
+    /// Have the store checked (`repair`: and what is safe repaired) by the operator's doctor.
+    Doctor { repair: bool },
+    /// Connect with the role of the identity to act as (strict mode on PostgreSQL: the
+    /// operator makes one per identity).
+    IdentityRole,
+    /// Ask the operator to put a member on the roster of `project` (strict mode: only the
+    /// operator's role changes projects and rosters).
+    OperatorAddsMember { project: String },
 }
+
+/// A store's own error that comes with a step to take: `Error::store(context, Advised { .. })`
+/// reads `context: text`, and [`Error::fix`] answers `fix`, which each front end words its own
+/// way (a store never names a command of one).
+#[derive(Debug)]
+pub struct Advised {
+    pub text: String,
+    pub fix: Fix,
+}
+
+impl std::fmt::Display for Advised {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for Advised {}
 
 impl Error {
     pub fn kind(&self) -> ErrorKind {
@@ -248,6 +273,7 @@ impl Error {
             | Error::InvalidWith { fix, .. }
             | Error::NotFoundWith { fix, .. } => Some(fix.as_ref().clone()),
             Error::Timeout(_) => Some(Fix::WaitAgain),
+            Error::Store { source, .. } => source.downcast_ref::<Advised>().map(|a| a.fix.clone()),
             _ => None,
         }
     }

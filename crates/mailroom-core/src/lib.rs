@@ -16,7 +16,7 @@ pub mod store;
 pub mod text;
 
 pub use address::{Address, AddressSpec, HUMAN, Scope, Written, read_written};
-pub use error::{Error, ErrorKind, Fix, Result};
+pub use error::{Advised, Error, ErrorKind, Fix, Result};
 pub use message::{Damaged, Kind, Listing, Message, MessageId, Priority, State, Stored};
 pub use name::Name;
 pub use ops::Mailroom;

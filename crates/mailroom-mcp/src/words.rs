@@ -146,6 +146,19 @@ impl McpWords {
                     &format!("channel=\"{channel}\", new=true, body=\"…\"")
                 )
             ),
+            Fix::Doctor { repair: true } => {
+                "ask the operator to run mailroom's doctor, which repairs what is safe".to_owned()
+            }
+            Fix::Doctor { repair: false } => {
+                "ask the operator to run mailroom's doctor on this mailroom".to_owned()
+            }
+            Fix::IdentityRole => {
+                "ask the operator for a server connected with that identity's PostgreSQL role"
+                    .to_owned()
+            }
+            Fix::OperatorAddsMember { project } => {
+                format!("ask the operator to add the member to project '{project}'")
+            }
         }
     }
 }

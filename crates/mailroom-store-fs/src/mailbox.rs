@@ -108,7 +108,10 @@ impl PendingSet for FsPending {
                 // from a decoded message: it cannot fail to decode unless memory is damaged.
                 None => Err(mailroom_core::Error::store(
                     format!("message {} cannot be read", r.id),
-                    "the pending cache is damaged (run `mailroom doctor --fix`)",
+                    mailroom_core::Advised {
+                        text: "the pending cache is damaged".to_owned(),
+                        fix: mailroom_core::Fix::Doctor { repair: true },
+                    },
                 )),
             },
             _ => Err(mailroom_core::Error::store(
@@ -272,7 +275,10 @@ pub(crate) fn get(fs: &FsStore, mailbox: &Address, id: MessageId) -> Result<Opti
         if let Some(d) = out.damaged.pop() {
             return Err(mailroom_core::Error::store(
                 format!("message {id} cannot be read"),
-                format!("{}: {} (run `mailroom doctor`)", d.location, d.problem),
+                mailroom_core::Advised {
+                    text: format!("{}: {}", d.location, d.problem),
+                    fix: mailroom_core::Fix::Doctor { repair: false },
+                },
             ));
         }
     }

@@ -1,7 +1,7 @@
 //! The `Directory` role: projects, rosters and strict mode's identities.
 
 use mailroom_core::store::{Directory, Found};
-use mailroom_core::{Address, Error, Member, Name, Policy, Project, Result};
+use mailroom_core::{Address, Error, Fix, Member, Name, Policy, Project, Result};
 use postgres::types::Type;
 
 use crate::PgStore;
@@ -20,20 +20,28 @@ impl Directory for PgStore {
         if row.get::<_, bool>(0) {
             return Ok(());
         }
-        Err(Error::Refused(format!(
-            "the PostgreSQL role '{}' may not act as {identity} here: in strict mode a role acts only as the identities given to it; connect with that identity's role (see `mailroom role`)",
-            self.role()
-        )))
+        Err(Error::RefusedWith {
+            reason: format!(
+                "the PostgreSQL role '{}' may not act as {identity} here: in strict mode a role acts only as the identities given to it",
+                self.role()
+            ),
+            fix: Box::new(Fix::IdentityRole),
+        })
     }
 
     fn check_roster_change(&self, project: &Name) -> Result<()> {
         if !self.strict()? {
             return Ok(());
         }
-        Err(Error::Refused(format!(
-            "the PostgreSQL role '{}' may not add a member or a project here ('{project}'): in strict mode only the operator's role changes projects and rosters; ask the operator to add the member (`mailroom --as HUMAN --project {project} roster add HANDLE`)",
-            self.role()
-        )))
+        Err(Error::RefusedWith {
+            reason: format!(
+                "the PostgreSQL role '{}' may not add a member or a project here ('{project}'): in strict mode only the operator's role changes projects and rosters",
+                self.role()
+            ),
+            fix: Box::new(Fix::OperatorAddsMember {
+                project: project.to_string(),
+            }),
+        })
     }
 
     fn projects(&self) -> Result<Vec<Project>> {

@@ -60,9 +60,12 @@ impl PgStore {
                     self.schema
                 ));
             }
-            return Error::Refused(format!(
-                "the PostgreSQL role '{user}' may not {what} here: in strict mode a role acts only as the identities given to it; connect with that identity's role (see `mailroom role`)"
-            ));
+            return Error::RefusedWith {
+                reason: format!(
+                    "the PostgreSQL role '{user}' may not {what} here: in strict mode a role acts only as the identities given to it"
+                ),
+                fix: Box::new(mailroom_core::Fix::IdentityRole),
+            };
         }
         if is_lost(e) {
             return sentence(

@@ -92,6 +92,18 @@ impl CliWords {
             Fix::NameRecipient => "send --to ADDR".to_owned(),
             Fix::SplitRecipients => "send --broadcast".to_owned(),
             Fix::NewChannel { channel } => format!("send --channel {channel} --new"),
+            // The operator's command: the home, not the identity or project acted as.
+            Fix::Doctor { repair } => {
+                let fix = if *repair { " --fix" } else { "" };
+                return format!("{} doctor{fix}", self.someone_else);
+            }
+            Fix::IdentityRole => "role ADDRESS".to_owned(),
+            Fix::OperatorAddsMember { project } => {
+                return format!(
+                    "{} --as HUMAN --project {project} roster add HANDLE",
+                    self.someone_else
+                );
+            }
             Fix::Anyway(inner) => return self.fix_command(inner),
             Fix::AskFor(inner) => {
                 let theirs = CliWords {
@@ -156,6 +168,14 @@ impl CliWords {
             }
             Fix::NewChannel { channel } => {
                 format!("to start '{channel}' anyway, post to it as a new channel (--new)")
+            }
+            Fix::Doctor { .. } => format!("run `{cmd}`"),
+            Fix::IdentityRole => format!(
+                "connect with that identity's role (see `{} role`)",
+                self.someone_else
+            ),
+            Fix::OperatorAddsMember { .. } => {
+                format!("ask the operator to add the member (`{cmd}`)")
             }
         }
     }
