@@ -12,7 +12,7 @@ use crate::interchange::{
 use crate::message::{BROADCAST, ChannelRef, Kind, Listing, Message, MessageId, State, Stored};
 use crate::name::Name;
 use crate::ops::Mailroom;
-use crate::ops::directory::Reads;
+use crate::ops::reads::Reads;
 use crate::ops::send::{Draft, Sent, check_content, check_key};
 use crate::store::KeyClaim;
 
@@ -163,7 +163,7 @@ impl Mailroom<'_> {
         let (channel, exists) = self.spelled_channel(project, channel)?;
         if !exists && !on_purpose && !channel.is_broadcast() {
             let names = self.store.channels(&channel.project)?;
-            if let Some(close) = super::directory::closest(&channel.name, &names) {
+            if let Some(close) = super::typos::closest(&channel.name, &names) {
                 return Err(Error::NotFoundWith {
                     reason: format!(
                         "project '{}' has no channel '{}', and '{close}' is close to it (did you mean '{close}'?)",

@@ -13,8 +13,10 @@ mod inject;
 mod lifecycle;
 mod lookup;
 mod m_ai_l;
+mod reads;
 mod revise;
 mod send;
+mod typos;
 mod views;
 mod wait;
 

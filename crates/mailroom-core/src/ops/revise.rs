@@ -6,7 +6,7 @@ use crate::address::Address;
 use crate::error::{Error, Fix, Result};
 use crate::message::{Kind, Message, MessageId, Priority, State};
 use crate::ops::Mailroom;
-use crate::ops::directory::Reads;
+use crate::ops::reads::Reads;
 use crate::ops::send::check_content;
 use crate::text::clean_line;
 

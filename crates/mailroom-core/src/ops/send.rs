@@ -6,7 +6,8 @@ use crate::error::{Error, Fix, Result};
 use crate::message::{Kind, Message, MessageId, Priority};
 use crate::name::Name;
 use crate::ops::Mailroom;
-use crate::ops::directory::{Plan, Reads};
+use crate::ops::directory::Plan;
+use crate::ops::reads::Reads;
 use crate::store::{KeyClaim, Store};
 use crate::text::{MAX_BODY_BYTES, MAX_SUBJECT_CHARS, clean_line, default_subject};
 
