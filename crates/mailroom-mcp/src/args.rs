@@ -83,6 +83,44 @@ fn seconds<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     d.deserialize_any(Seconds)
 }
 
+/// A tool's input struct with the acting member's two fields appended, written once here:
+/// serde cannot flatten a struct into one that refuses unknown fields, so the fields are added
+/// by this macro, with the same descriptions everywhere, and read through [`ActingMember`].
+macro_rules! acting_member {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$field_meta:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $($(#[$field_meta])* pub $field: $ty,)*
+            /// The acting member's project. Optional on a server bound to one identity (it must be
+            /// that identity's); required on an operator's server (--as-any), except for HUMAN.
+            pub project_handle: Option<String>,
+            /// The acting member's handle. Optional on a server bound to one identity (it must be that
+            /// identity); required on an operator's server (--as-any).
+            pub handle: Option<String>,
+        }
+
+        impl ActingMember for $name {
+            fn project_handle(&self) -> Option<&str> {
+                self.project_handle.as_deref()
+            }
+            fn handle(&self) -> Option<&str> {
+                self.handle.as_deref()
+            }
+        }
+    };
+}
+
+/// The acting member a tool's input names (`project_handle`, `handle`), whatever the tool.
+pub trait ActingMember {
+    fn project_handle(&self) -> Option<&str>;
+    fn handle(&self) -> Option<&str>;
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadMail {
@@ -247,6 +285,7 @@ pub struct HandoverSelf {
     pub sender: Option<String>,
 }
 
+acting_member! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReplyMail {
@@ -264,27 +303,19 @@ pub struct ReplyMail {
     /// Leave the original pending instead of archiving it.
     #[serde(default)]
     pub keep_open: bool,
-    /// The acting member's project. Optional on a server bound to one identity (it must be
-    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
-    pub project_handle: Option<String>,
-    /// The acting member's handle. Optional on a server bound to one identity (it must be that
-    /// identity); required on an operator's server (--as-any).
-    pub handle: Option<String>,
+}
 }
 
+acting_member! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MarkDone {
     /// The messages to archive without answering: ids or unique prefixes.
     pub ids: Vec<String>,
-    /// The acting member's project. Optional on a server bound to one identity (it must be
-    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
-    pub project_handle: Option<String>,
-    /// The acting member's handle. Optional on a server bound to one identity (it must be that
-    /// identity); required on an operator's server (--as-any).
-    pub handle: Option<String>,
+}
 }
 
+acting_member! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Broadcast {
@@ -299,27 +330,19 @@ pub struct Broadcast {
     pub kind: Option<String>,
     /// A key that makes a retry safe: the same key sends once.
     pub idempotency_key: Option<String>,
-    /// The acting member's project. Optional on a server bound to one identity (it must be
-    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
-    pub project_handle: Option<String>,
-    /// The acting member's handle. Optional on a server bound to one identity (it must be that
-    /// identity); required on an operator's server (--as-any).
-    pub handle: Option<String>,
+}
 }
 
+acting_member! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetractBroadcast {
     /// Your broadcast to un-send: its id or a unique prefix.
     pub id: String,
-    /// The acting member's project. Optional on a server bound to one identity (it must be
-    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
-    pub project_handle: Option<String>,
-    /// The acting member's handle. Optional on a server bound to one identity (it must be that
-    /// identity); required on an operator's server (--as-any).
-    pub handle: Option<String>,
+}
 }
 
+acting_member! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelPost {
@@ -338,14 +361,10 @@ pub struct ChannelPost {
     pub idempotency_key: Option<String>,
     /// Start the channel even though its name is one typo from an existing channel's.
     pub new: Option<bool>,
-    /// The acting member's project. Optional on a server bound to one identity (it must be
-    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
-    pub project_handle: Option<String>,
-    /// The acting member's handle. Optional on a server bound to one identity (it must be that
-    /// identity); required on an operator's server (--as-any).
-    pub handle: Option<String>,
+}
 }
 
+acting_member! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChannelRead {
@@ -355,27 +374,19 @@ pub struct ChannelRead {
     #[serde(default, deserialize_with = "count")]
     #[schemars(with = "Option<usize>")]
     pub limit: Option<usize>,
-    /// The acting member's project. Optional on a server bound to one identity (it must be
-    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
-    pub project_handle: Option<String>,
-    /// The acting member's handle. Optional on a server bound to one identity (it must be that
-    /// identity); required on an operator's server (--as-any).
-    pub handle: Option<String>,
+}
 }
 
+acting_member! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchMail {
     /// Text to find in subjects and bodies (case-insensitive), archive and outbox included.
     pub query: String,
-    /// The acting member's project. Optional on a server bound to one identity (it must be
-    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
-    pub project_handle: Option<String>,
-    /// The acting member's handle. Optional on a server bound to one identity (it must be that
-    /// identity); required on an operator's server (--as-any).
-    pub handle: Option<String>,
+}
 }
 
+acting_member! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WaitMail {
@@ -387,10 +398,5 @@ pub struct WaitMail {
     #[serde(default, deserialize_with = "seconds")]
     #[schemars(with = "Option<f64>")]
     pub timeout_seconds: Option<f64>,
-    /// The acting member's project. Optional on a server bound to one identity (it must be
-    /// that identity's); required on an operator's server (--as-any), except for HUMAN.
-    pub project_handle: Option<String>,
-    /// The acting member's handle. Optional on a server bound to one identity (it must be that
-    /// identity); required on an operator's server (--as-any).
-    pub handle: Option<String>,
+}
 }

@@ -425,7 +425,7 @@ pub(super) fn get_outbox(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
 
 pub(super) fn reply_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::ReplyMail = decode("reply_mail", a)?;
-    let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
+    let me = t.member(&a)?;
     let (sent, closed) = t.mr.reply(
         &me,
         &a.id,
@@ -443,14 +443,14 @@ pub(super) fn reply_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
 
 pub(super) fn mark_done(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::MarkDone = decode("mark_done", a)?;
-    let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
+    let me = t.member(&a)?;
     let results = t.mr.done(&me, &a.ids)?;
     Ok(plain(mailroom_json::done_json(&results)))
 }
 
 pub(super) fn broadcast(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::Broadcast = decode("broadcast", a)?;
-    let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
+    let me = t.member(&a)?;
     let project = t.channel_project(&me, a.project_handle.as_deref())?;
     let sent = t.mr.broadcast(
         &me,
@@ -469,7 +469,7 @@ pub(super) fn broadcast(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
 
 pub(super) fn retract_broadcast(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::RetractBroadcast = decode("retract_broadcast", a)?;
-    let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
+    let me = t.member(&a)?;
     let project = t.channel_project(&me, a.project_handle.as_deref())?;
     let message = t.mr.retract(&me, &project, &a.id)?;
     Ok(plain(json!({
@@ -479,7 +479,7 @@ pub(super) fn retract_broadcast(t: &Tools, a: Value, _: &Cancel) -> Result<Outco
 
 pub(super) fn channel_post(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::ChannelPost = decode("channel_post", a)?;
-    let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
+    let me = t.member(&a)?;
     let project = t.channel_project(&me, a.project_handle.as_deref())?;
     let draft = Draft {
         to: vec![],
@@ -499,7 +499,7 @@ pub(super) fn channel_post(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
 
 pub(super) fn channel_read(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::ChannelRead = decode("channel_read", a)?;
-    let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
+    let me = t.member(&a)?;
     let project = t.channel_project(&me, a.project_handle.as_deref())?;
     let read = t.mr.channel_read(&me, &project, &a.channel, a.limit)?;
     let place = format!(" in #{}", read.channel);
@@ -523,7 +523,7 @@ pub(super) fn channel_read(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
 
 pub(super) fn search_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let a: args::SearchMail = decode("search_mail", a)?;
-    let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
+    let me = t.member(&a)?;
     let found = t.mr.search(&me, &a.query)?;
     let structured = mailroom_json::search_json(&found, render::untrusted_notice(&me));
     let stored: Vec<Stored> = found.hits.into_iter().map(|h| h.stored).collect();
@@ -544,7 +544,7 @@ pub(super) fn search_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
 
 pub(super) fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome> {
     let a: args::WaitMail = decode("wait_mail", a)?;
-    let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
+    let me = t.member(&a)?;
     let _slot = WaitSlot::take()?;
     let timeout = match a.timeout_seconds {
         None => DEFAULT_WAIT,

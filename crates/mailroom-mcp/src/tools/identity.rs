@@ -78,6 +78,12 @@ impl Tools {
 
     /// Who a call acts as: the server's identity, which the call may name but not change; or on
     /// an operator's server, whoever the call names.
+    /// Who acts, for a tool whose input names the acting member the one way every such tool
+    /// does ([`args::ActingMember`]).
+    pub(super) fn member(&self, a: &impl crate::args::ActingMember) -> Result<Address> {
+        self.actor(a.project_handle(), a.handle(), "handle")
+    }
+
     pub(super) fn actor(
         &self,
         project: Option<&str>,
