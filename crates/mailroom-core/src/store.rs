@@ -126,7 +126,8 @@ pub struct Delivery {
 }
 
 /// Something to block on until a mailbox may have received mail: a file-system watch, a
-/// database `LISTEN`. Never a polling loop.
+/// database `LISTEN`; on a system without a watch, the file store's poll of its directories'
+/// times and names (a few system calls; it reads no message).
 pub trait Watch {
     /// Blocks until new mail may have arrived (`Ok(true)`) or `timeout` passed (`Ok(false)`;
     /// `None` waits without limit). A spurious wake-up is allowed: callers check again.

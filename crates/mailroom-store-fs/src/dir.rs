@@ -3,7 +3,8 @@
 //!
 //! Every path below the home is reached with `openat(…, O_NOFOLLOW)` one component at a time,
 //! so a symlink planted anywhere in the tree is refused instead of followed. Written by hand
-//! over `rustix` because no crate offers both the no-follow walk and `renameat2`'s exchange.
+//! over `rustix` because no crate offers both the no-follow walk and `renameat2`'s exchange
+//! (which, with the other Linux-only calls, `sys` keeps behind portable stand-ins).
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use rustix::fs::{self as rfs, AtFlags, Mode, OFlags, RenameFlags};
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::error::FsError;
@@ -383,6 +384,14 @@ impl Dir {
             .map(|st| nanoseconds(st.st_mtime, st.st_mtime_nsec)))
     }
 
+    /// This directory's own modification time, in nanoseconds since the epoch (an entry
+    /// added, removed or renamed in it sets it).
+    pub fn modified(&self) -> Result<i128, FsError> {
+        rfs::fstat(&self.fd)
+            .map(|st| nanoseconds(st.st_mtime, st.st_mtime_nsec))
+            .map_err(|e| FsError::io("stat", &self.path, io_err(e)))
+    }
+
     /// The size this directory takes, in bytes (`st_size`): on ext4 it grows with the most
     /// entries it ever held and never shrinks, and every listing reads all of it.
     pub fn size(&self) -> Result<u64, FsError> {
@@ -557,23 +566,12 @@ impl Dir {
         }
     }
 
-    /// Moves `name` here to `to_name` in `to` unless that exists (`renameat2` with
-    /// `RENAME_NOREPLACE`: one step where a link and an unlink take two): `Ok(false)` when
-    /// `to_name` exists, and then `name` stays. A filesystem without the flag gets the link
-    /// and the unlink.
+    /// Moves `name` here to `to_name` in `to` unless that exists (`sys::rename_noreplace`:
+    /// one `renameat2` on Linux, a link and an unlink elsewhere): `Ok(false)` when `to_name`
+    /// exists, and then `name` stays.
     pub fn move_new(&self, name: &str, to: &Dir, to_name: &str) -> Result<bool, FsError> {
-        match rfs::renameat_with(&self.fd, name, &to.fd, to_name, RenameFlags::NOREPLACE) {
-            Ok(()) => Ok(true),
-            Err(Errno::EXIST) => Ok(false),
-            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
-                let linked = self.link_to(name, to, to_name)?;
-                if linked {
-                    self.remove(name)?;
-                }
-                Ok(linked)
-            }
-            Err(e) => Err(FsError::io("rename", to.child_path(to_name), io_err(e))),
-        }
+        crate::sys::rename_noreplace(self.as_fd(), name, to.as_fd(), to_name)
+            .map_err(|e| FsError::io("rename", to.child_path(to_name), io_err(e)))
     }
 
     /// Adds a second name, `to_name` in `to`, for the file `name` here: `Ok(false)` when
@@ -586,12 +584,12 @@ impl Dir {
         }
     }
 
-    /// Atomically swaps `name` here with `to_name` in `to`. `Ok(false)` when `to_name` does
-    /// not exist; `Err` with `Unsupported` when the filesystem cannot exchange.
+    /// Atomically swaps `name` here with `to_name` in `to` (`sys::exchange`). `Ok(false)` when
+    /// `to_name` does not exist; `Err` with `Unsupported` when the system or the filesystem
+    /// cannot exchange.
     pub fn exchange(&self, name: &str, to: &Dir, to_name: &str) -> Result<bool, FsError> {
-        match rfs::renameat_with(&self.fd, name, &to.fd, to_name, RenameFlags::EXCHANGE) {
-            Ok(()) => Ok(true),
-            Err(Errno::NOENT) => Ok(false),
+        match crate::sys::exchange(self.as_fd(), name, to.as_fd(), to_name) {
+            Ok(swapped) => Ok(swapped),
             Err(e @ (Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP)) => Err(FsError::io(
                 "exchange",
                 to.child_path(to_name),

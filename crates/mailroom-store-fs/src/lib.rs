@@ -27,6 +27,7 @@ mod listing;
 mod mailbox;
 mod names;
 mod session;
+mod sys;
 mod unchanged;
 mod watch;
 

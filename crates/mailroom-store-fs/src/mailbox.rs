@@ -652,7 +652,7 @@ pub(crate) fn watch(
     mailbox: &Address,
 ) -> Result<Box<dyn mailroom_core::store::Watch + Send>> {
     use crate::watch::Step::{Exact, Named};
-    let mut w = crate::watch::FsWatch::new(fs.home())?;
+    let mut w = crate::sys::Watcher::new(fs.home())?;
     let scope = match &mailbox.scope {
         Scope::Global => vec![Exact(crate::GLOBAL.into())],
         Scope::Project(p) => vec![Exact(crate::PROJECTS.into()), Named(p.to_string())],
