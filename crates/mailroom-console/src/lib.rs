@@ -5,6 +5,34 @@
 //!
 //! The console holds one `Mailroom::shared` and calls the synchronous core from blocking tasks,
 //! like the MCP server; the tokio runtime exists only while `mailroom serve` runs.
+//!
+//! ## Its modules
+//!
+//! the operator's console (`mailroom serve`): `lib` (the accept loop: one task per connection under
+//! a semaphore of `Limits::connections`; when full, the oldest connection that never showed the
+//! token (the guard marks each that does) is closed for the newcomer, else 503 and close; hyper's
+//! HTTP/1 builder with a timer bounds each request head and idle keep-alive by `Limits::head`;
+//! graceful shutdown through hyper-util), `guard` (the one middleware every request passes: `Host`
+//! an IP literal or `localhost` with the port, the run's token from the URL turned into an HttpOnly
+//! SameSite=Strict cookie, same-origin POSTs; the CSP and hardening headers on every answer; then
+//! `whole_body`, which reads a POST's body within `Limits::body` and 2 MiB before its handler
+//! runs), `pages` (GET handlers: decisions, inbox, compose, projects, channels, a channel, one
+//! channel entry, a thread, one message of HUMAN's mailbox or outbox, search; a subject links to
+//! the page that shows its message whole: `/m/ID` for HUMAN's copies and sent mail,
+//! `/channel/PROJECT/NAME/ID` for a channel entry; each one blocking task over the core), every
+//! handler driven on a blocking thread (`off_the_runtime`), so the one-thread runtime only moves
+//! bytes and a long page never holds up another request or an event stream, `actions` (POST
+//! handlers behind `PageForm`, which checks the form's CSRF token before reading any other field,
+//! 403, then deserializes the rest, 400, both in the console's words; each calling one operation:
+//! `reply`, `done`, `send`/`post`); pages and actions call only `Mailroom`'s operations, never the
+//! store, `live` (server-sent events: one `Mailroom::watch` of `HUMAN` per server on a blocking
+//! thread, started by the first open stream and cancelled when the last one closes or the server
+//! stops, fanned out through a `broadcast` channel; each stream first announces what is pending and
+//! newer than its page; at most `MAX_STREAMS` (32) streams, 503 beyond), `view` (layout, one
+//! message, a list's excerpt of a body (the first 500 characters, and a link to the whole), ages,
+//! the console's wording of `Error::fix()`, the static script and style, built in with
+//! `include_str!`). Identity: always `HUMAN`. *Never* puts agent text into the page other than
+//! through maud's escaping, and has no inline script (the CSP forbids it).
 
 mod actions;
 mod guard;

@@ -3,6 +3,12 @@
 //!
 //! Invariant: a shape lives here or nowhere; front ends compose these values and add nothing
 //! but the fields of their own envelope (docs/CLI.md documents each shape).
+//!
+//! ## Its modules
+//!
+//! the JSON every front end prints: `MessageOut` (the message object) and one function per
+//! operation's report (`sent_json`, `edit_json`, `inbox_json`, …). The CLI's `--json` and the MCP
+//! server's `structuredContent` are these values. *Never* decides anything.
 
 use mailroom_core::ops::{
     CancelReport, ChannelRead, EditOutcome, EditReport, Inbox, MemberContext, OutboxEntry,

@@ -9,6 +9,90 @@
 //! This file holds the store's handle, the layout's names and the directory openers; the
 //! `Store` methods are written once each in the module of their concept (`mailbox`,
 //! `delivery`, `channels`, `directory`, `session`) and only dispatched from here.
+//!
+//! ## Its modules
+//!
+//! `dir` (directory handles opened with `O_NOFOLLOW` one component at a time; temp-write,
+//! link/rename/exchange, fsync), `frontmatter` (the header format: the writer; the tolerant reader
+//! is the core's, re-exported), `codec` (core records ⇄ documents), `bytes` (the bounds-checked
+//! reader of the cache's and the indexes' binary fields), `cache` (pending messages keyed by name
+//! and inode, indexed without decoding), `index` (the search index: hashed trigram lists that
+//! narrow a search to its candidates, each then confirmed by the core's rule), `names`
+//! (case-insensitive lookup of every name component, the spellings found remembered for the process
+//! and only ever trusted when the entry is still there; creation under the parent's `flock`),
+//! `held` (scope and mailbox directories kept open by the store between operations, each used only
+//! while its path still names the same device and inode, else dropped for a fresh walk),
+//! `unchanged` (project files and roster entries kept decoded between operations, each served only
+//! while one `stat` shows the same device, inode, size and times, and only when settled for 2 s
+//! before its read), `listing` (the one loop reading message files into a listing), `mailbox`
+//! (pending, lookups, state moves, edits in place, outbox and archive listings), `delivery`
+//! (deliver, `deliver_all`, outbox traces, idempotency keys), `channels` (entries, seen marks,
+//! retraction), `directory` (projects and rosters), `session` (change token, injection mark, origin
+//! claim), `sys` (the Linux-only calls, `renameat2` and inotify, beside portable stand-ins: link +
+//! unlink, a polling watcher; `MAILROOM_FS_POSIX=1` forces those), `watch` (what both watchers
+//! share), `doctor` (checks and safe repairs), `compact` (replacing an emptied, oversized `unread/`
+//! or `read/`: ext4 never shrinks a directory), `lib` (`FsStore`, the layout's names,
+//! `open_*`/`create_*` directory openers, and `impl Store` dispatching to those modules). *Never*
+//! decides policy (who may write to whom): it stores what the core decided.
+//!
+//! ## How the operations run on this store
+//!
+//! **send** — `commands/send` reads the body (`--message` or stdin: size and UTF-8 checked), asks
+//! `Ctx` for the identity, calls `Mailroom::send`. The core validates subject, body, key, the
+//! number of recipients (at most `MAX_RECIPIENTS`, 100) and every recipient (`plan_recipient`:
+//! explicit project, else current project's roster, else `HUMAN`, else active members of other
+//! projects; policy `open` plans a new mailbox, `roster` refuses with did-you-mean) and the
+//! sender's right to write, *before any write*. Then it applies the plans (project/member
+//! creation), claims the idempotency key if any, and calls `Store::deliver_all` once for every copy
+//! and the outbox trace: every recipient gets the copy or none does. `FsStore::deliver_all` writes
+//! each copy to `boxes/<h>/tmp/<pid>.<n>.<ns>.tmp` and `fdatasync`s it, links the first into the
+//! sender's `outbox/` (the trace, best effort), then moves each to `unread/<id>.md` with one
+//! `renameat2(RENAME_NOREPLACE)` (never replacing; a link and an unlink where the file system lacks
+//! the flag) and fsyncs each `unread/`; a failed move or sync unlinks what the call had published.
+//! A keyed retry calls it again: mailboxes that hold the id are skipped, so it finishes an
+//! interrupted send and names who got the copy now. A send without a key calls
+//! `Store::deliver_fresh` instead: its id was just generated, so the file store skips looking for a
+//! copy already held (a `stat` and three directory opens a recipient).
+//!
+//! **inbox** — `Mailroom::inbox_stream` calls `Store::pending_set` (lists only `unread/` and
+//! `read/`: the archive is never opened): each pending copy as an entry (id, kind, priority, state)
+//! whose content is decoded only when asked for. It orders the entries (open hold requests first,
+//! then by priority and id), adds the project's broadcasts this member has not seen
+//! (`Store::unseen` on channel `all`), applies the limit, then moves the shown unread copies to
+//! `read/` in one `Store::transition` (renames, one fsync per directory) and re-reads the moved
+//! files, so the content shown is the content marked read; shown broadcasts are marked seen with
+//! exclusive creates, and a broadcast another reader claimed first is dropped. The CLI then visits
+//! the result and writes each message straight to stdout, so a long inbox is never held decoded
+//! whole (`Mailroom::inbox` collects the same result, for `--json` and the other front ends; the
+//! default `pending_set` of a store decodes its `pending` listing). `FsStore::pending_set` takes
+//! contents from `boxes/<h>/pending.cache` when the file's name and inode match what was cached: it
+//! indexes the cache's length-prefixed records without decoding them, so a listing reads one file
+//! plus the directories, not one file per message, and decodes each message once, when shown. An
+//! empty `unread/` or `read/` larger than 64 KiB is replaced on the way (`compact`), and so is one
+//! a `transition` has just emptied.
+//!
+//! **hooks and waiting** — `mailroom hook HARNESS EVENT` reads the harness JSON (to its end within
+//! 3 s and 64 MiB, on a thread, parsing only the top-level fields it uses), resolves the identity
+//! from its `cwd` (only within the checkout the hook was started in), and calls `Mailroom::hook`:
+//! at session start `take` (the same selection as `inbox`) fits messages into the budget by
+//! rendering each block (`render::Budget`: a third of the room at most per message, longer bodies
+//! cut), marks what it shows, and saves a mark: the store's change token taken *before* listing and
+//! the ids it left out (old, never shown as new mid-session); mid-session calls compare the current
+//! token with the saved one first (`Mailroom::nothing_new`, for the address's cheap parts, before
+//! the identity is spelled from the project file and roster) and list only when they differ; that
+//! shortcut can only answer "nothing", everything else goes through `Mailroom::hook`. `wait` and
+//! `watch` are core operations (`Mailroom::wait`, `Mailroom::watch`); they call `Store::watch`
+//! (inotify, or the stand-in's poll, on the mailbox's `unread/` and the project's broadcast
+//! entries, through their deepest existing ancestor until they exist, creating nothing) before
+//! their first look, so nothing that lands in between is missed, stop at a deadline or when their
+//! `Cancel` token is set (noticed within 100 ms), and mark nothing read. Any hook error becomes a
+//! warning on stderr and exit 0.
+//!
+//! **channels** — `Mailroom::post` appends one file per entry to `channels/<name>/entries/` (never
+//! contended, never rewritten) and marks it seen for its poster; a HOLD_REQUEST is also delivered
+//! to `HUMAN`. `channel read` lists entries minus the reader's seen set and claims each shown entry
+//! with an exclusive create (members and `HUMAN` have seen sets; a reader from another project has
+//! none there and marks nothing). `retract` moves a broadcast to `retracted/`.
 
 mod bytes;
 pub(crate) mod cache;

@@ -17,6 +17,49 @@
 //!   `migrations/`, under a transaction-scoped advisory lock; a schema newer than this binary is
 //!   refused, never used.
 //! - No message ever names the password: every URL shown goes through [`shown_url`].
+//!
+//! ## Its modules
+//!
+//! the same roles on PostgreSQL (`postgres`, the synchronous client: one connection per CLI
+//! process, no runtime of ours; `PgStore` keeps up to four idle connections for a long-lived server
+//! and opens more when all are busy). One file per concern, as in the file store: `lib` (`PgStore`,
+//! `open*`, `impl Store`); `url` (URL parsing through the driver's `Config`, by hand only the libpq
+//! parameters it lacks, and the one password-free form every message shows); `connect` (dialling,
+//! bounded by `connect_timeout`; connection errors as sentences); `pool` (idle connections; `read`
+//! retried on a fresh connection, `write` one transaction retried after a deadlock or a break
+//! before the commit, unconfirmed when lost during it, `write_prepared` one statement safe to run
+//! twice, e.g. a send's `mailroom_deliver`); `migrate` (embedded migrations under
+//! `pg_advisory_xact_lock`); `doctor` (one pass over the tables); `roles` (a strict-mode role's
+//! SQL, which `mailroom role` prints); `pgpass` (a password the URL leaves out, from `PGPASSWORD`
+//! or the password file as libpq reads them); `codec` (rows ⇄ messages; a row that does not read is
+//! a `Damaged` entry); `rows` (what the roles share: rows into core types, a mailbox's count and
+//! wake-up); `directory`, `mailboxes`, `channels`, `sessions` (the four roles: each conditional
+//! change one statement — `UPDATE … WHERE state = $from`, a listing's moves one `UPDATE … FROM
+//! unnest(…)`, `INSERT … ON CONFLICT DO NOTHING` — a send's statements prepared once per
+//! connection); `watch` (a `LISTEN` connection per watch, holding the channel's wake locks in share
+//! mode so that senders know someone listens — taken without waiting: while one is held by someone
+//! else the watch has its caller look every turn, so no session can hold a `wait` past its timeout;
+//! after a broken connection, or one its TCP keepalives found dead, it listens again and reports a
+//! wake-up, so the caller looks again, retrying every 2 s while the server cannot be reached rather
+//! than ending the watch; every connection gets keepalives that find a silent peer in about a
+//! minute unless the URL says otherwise, and its whole login is bounded by `connect_timeout`, on a
+//! thread), `tls` (`sslmode` with libpq's meaning on rustls with `ring`: every connection is
+//! dialled with it; `verify-ca`/`verify-full` check the certificate with rustls's WebPKI verifier
+//! against a root file read once when the URL is parsed, or with `sslrootcert=system` the system's
+//! authorities through `rustls-native-certs`), `testing` (a schema per test on the test server).
+//! Migration 2 is strict mode: row-level security holding every role but the tables' owner to the
+//! identities `identities` gives it, enforced by the database, not by mailroom (migrations 7 and 8
+//! narrow what an agent role may write to what its own sends and edits write: a copy inserted only
+//! unread at revision 1, a revision only of its unread copy, a copy's address, sender and dates
+//! never changed; migration 9 takes copies, entries, channels, counters and mailbox rows out of a
+//! role's direct reach: `mailroom_deliver`, `mailroom_post`, `mailroom_retract`, `mailroom_count`,
+//! `mailroom_mark_injected` and `mailroom_claim_origin` run as the owner and check each argument
+//! against the calling role, and `roles.rs` writes the role's grants, each on one of mailroom's
+//! objects by name); `check_acts_as` and `check_roster_change` (`Directory` methods whose defaults
+//! allow everything) only say so up front, in one sentence, before a command reads a silently
+//! partial view or a send writes anything: the front ends ask the first once for the identity they
+//! act as, the core's send asks the second before delivering to a mailbox that is not on a roster
+//! yet. Schema: docs/POSTGRES.md.
 
 mod channels;
 mod codec;

@@ -8,6 +8,41 @@
 //! a panic still exits with 101. What is lost: the "has overflowed its stack" message (a stack
 //! overflow is a plain `SIGSEGV`; the guard page is still there), and a panic message names the
 //! thread `<unnamed>` instead of `main`.
+//!
+//! ## Its modules
+//!
+//! `main` (the process's C entry: `no_main`, so std's start-up — a third of an empty program's cost
+//! — is skipped; it ignores SIGPIPE, reopens closed fds 0-2 on `/dev/null`, turns a panic into exit
+//! 101, and leaves through `process::exit`, which flushes stdout; the one `unsafe` of the
+//! workspace, `unsafe_code` being denied everywhere else), `cli` (clap definitions only), `fast`
+//! (the plain shapes of `send`, `inbox` and `hook`, and `--version` alone, read without building
+//! clap's parser, anything else declined to it; tests hold it to clap's reading and text),
+//! `context` (home or URL, git top-level, `.mailroom.toml` and environment gathered into data),
+//! `open` (the one place a home or a URL becomes a store — `AnyStore`, the file store or the
+//! PostgreSQL one, with its per-store extras: doctor, a role's SQL, a missing home; a module, not a
+//! crate, because only this binary opens stores and a third store then touches this file alone),
+//! `commands/*` (one file per command group: input → one core call → rendering; `import` walks
+//! other systems' trees, reads each file, hands its text to `interchange` and the records to
+//! `import_record`, and reports), `output` (JSON printing, tables, stdin body), `commands/mcp` and
+//! `commands/serve` (start the tokio runtime, only on their paths), `commands/export` (a whole
+//! mailroom into another store), `commands/role` (prints a strict-mode role's SQL), `harness/*`
+//! (one file per harness behind the `Harness` trait, listed in `harness::ALL`: its name, event
+//! names, hook answer shape, the programs and folder that show it installed, and per scope the
+//! files and entries setup keeps — every location, format and event name cited from the harness's
+//! documentation; a new harness is one file there plus its line in `ALL`, and `hook` and `setup`
+//! name no harness), `commands/hook` (reads the input, asks the core, renders through the harness),
+//! `commands/setup` (plans every file in memory — `setup/edit.rs` the new text or, on
+//! `--uninstall`, the old — diffs with `similar`, then `setup/write.rs` writes all or nothing:
+//! every new text staged in a temporary file beside its file before the first rename;
+//! `setup/check.rs` is `--check`; `setup/jsonc.rs` edits JSON/JSONC through `jsonc-parser`'s CST
+//! and Codex's TOML goes through `toml_edit`, so nothing else in a file moves; `setup/record.rs`
+//! keeps, per config file and outside any repository, its bytes from before setup, what setup last
+//! wrote and the user's entries setup's took the place of: `--uninstall` gives a file still as
+//! setup left it its old bytes back, and otherwise takes out only what the record says setup wrote;
+//! `setup/toml.rs` is Codex's `config.toml` — its server entry and, where the user keeps hooks
+//! there, the hooks; `setup/same.rs` starts a wiring's hooks and MCP server as the harness would,
+//! environment included, and compares what they open), `main` (dispatch, error → exit code in one
+//! place). *Never* re-implements a check the core makes.
 
 // The test harness brings its own `main` to the unit tests.
 #![cfg_attr(not(test), no_main)]
