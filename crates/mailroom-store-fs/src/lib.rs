@@ -528,6 +528,10 @@ impl Mailboxes for FsStore {
         mailbox::get(self, mailbox, id)
     }
 
+    fn get_many(&self, mailbox: &Address, ids: &[MessageId]) -> Result<Vec<Option<Stored>>> {
+        mailbox::get_many(self, mailbox, ids)
+    }
+
     fn state_of(&self, mailbox: &Address, id: MessageId) -> Result<Option<State>> {
         mailbox::state_of(self, mailbox, id)
     }

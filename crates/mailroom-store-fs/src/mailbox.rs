@@ -285,6 +285,50 @@ pub(crate) fn get(fs: &FsStore, mailbox: &Address, id: MessageId) -> Result<Opti
     Ok(None)
 }
 
+/// [`get`] of each of `ids`, with the mailbox and each state's directory opened once for all
+/// (a listing that marked a thousand messages read reads each back: not a thousand openings
+/// of the same directories).
+pub(crate) fn get_many(
+    fs: &FsStore,
+    mailbox: &Address,
+    ids: &[MessageId],
+) -> Result<Vec<Option<Stored>>> {
+    let mut found = Vec::with_capacity(ids.len());
+    let Some(bx) = fs.open_box(mailbox)? else {
+        found.resize_with(ids.len(), || None);
+        return Ok(found);
+    };
+    // Each state's directory, opened when first needed (`None` until then).
+    let mut dirs: Vec<Option<Option<Dir>>> = State::ALL.iter().map(|_| None).collect();
+    for id in ids {
+        let name = file_name(*id);
+        let mut stored = None;
+        for (state, dir) in State::ALL.iter().zip(dirs.iter_mut()) {
+            let dir = match dir {
+                Some(dir) => dir,
+                None => dir.insert(bx.open(state_dir_name(*state))?),
+            };
+            let Some(dir) = dir else {
+                continue;
+            };
+            let mut out = Listing::default();
+            read_one(mailbox, dir, &name, Some(*state), &mut out)?;
+            if let Some(s) = out.messages.pop() {
+                stored = Some(s);
+                break;
+            }
+            if let Some(d) = out.damaged.pop() {
+                return Err(mailroom_core::Error::store(
+                    format!("message {id} cannot be read"),
+                    format!("{}: {} (run `mailroom doctor`)", d.location, d.problem),
+                ));
+            }
+        }
+        found.push(stored);
+    }
+    Ok(found)
+}
+
 pub(crate) fn state_of(fs: &FsStore, mailbox: &Address, id: MessageId) -> Result<Option<State>> {
     match fs.open_box(mailbox)? {
         Some(bx) => Ok(state_in(&bx, &file_name(id))?),
