@@ -14,7 +14,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
-use crate::tools::{Outcome, Spec, TOOLS, Tools};
+use crate::tools::{Outcome, Spec, Structured, TOOLS, Tools};
 use crate::words::McpWords;
 
 /// Which tools a server lists and answers.
@@ -35,6 +35,49 @@ pub struct Server {
     /// Whether calls other than `wait_mail` run on the server's own thread (see
     /// `calls_on_server_thread`).
     inline: bool,
+    /// Where a result written as JSON text waits for the transport that splices it into the
+    /// answer (see `with_written`); without one, it is read back into a value.
+    written: Option<Arc<Written>>,
+}
+
+/// Structured results written as JSON text by their tool, each waiting for the transport to
+/// write its answer: the result rmcp carries holds a stand-in object in its place
+/// (`{"\u0000mailroom-written": "N"}`), which the transport replaces with the text. So a long
+/// listing is written once, never built as a value, serialised and freed.
+#[derive(Debug, Default)]
+pub(crate) struct Written {
+    texts: std::sync::Mutex<(u64, std::collections::HashMap<u64, String>)>,
+}
+
+/// The one member of a stand-in. It starts with a NUL, which no tool's result holds as a key.
+pub(crate) const STAND_IN_KEY: &str = "\u{0}mailroom-written";
+
+impl Written {
+    /// Keeps `json` and returns the stand-in object for it.
+    fn stand_in(&self, json: String) -> Value {
+        let mut texts = self
+            .texts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        texts.0 += 1;
+        let key = texts.0;
+        texts.1.insert(key, json);
+        json!({ STAND_IN_KEY: key.to_string() })
+    }
+
+    /// The text a stand-in object stands for, taken out (`None` for any other value).
+    pub(crate) fn take(&self, stand_in: &Value) -> Option<String> {
+        let object = stand_in.as_object()?;
+        if object.len() != 1 {
+            return None;
+        }
+        let key: u64 = object.get(STAND_IN_KEY)?.as_str()?.parse().ok()?;
+        self.texts
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .1
+            .remove(&key)
+    }
 }
 
 impl Server {
@@ -52,7 +95,15 @@ impl Server {
             enabled: Arc::new(enabled),
             listed: Arc::new(listed),
             inline: false,
+            written: None,
         }
+    }
+
+    /// Lets tools hand their results over as JSON text, for a transport that writes them
+    /// into its answers from `written` (`transport::Lines::with_written`).
+    pub(crate) fn with_written(mut self, written: Arc<Written>) -> Server {
+        self.written = Some(written);
+        self
     }
 
     /// Runs every call but `wait_mail` on the server's own thread instead of a blocking
@@ -107,9 +158,15 @@ fn tool_error(e: &mailroom_core::Error, words: &McpWords) -> CallToolResult {
     r
 }
 
-fn success(o: Outcome) -> CallToolResult {
+fn success(o: Outcome, written: Option<&Written>) -> CallToolResult {
     let mut r = CallToolResult::success(vec![ContentBlock::text(o.text)]);
-    r.structured_content = Some(o.structured);
+    r.structured_content = Some(match (o.structured, written) {
+        (Structured::Value(v), _) => v,
+        (Structured::Written(json), Some(written)) => written.stand_in(json),
+        // No transport to splice it in (a server driven in process): the same object as a
+        // value. The text is serde_json's own output, so it reads back.
+        (Structured::Written(json), None) => serde_json::from_str(&json).unwrap_or(Value::Null),
+    });
     r
 }
 
@@ -185,7 +242,7 @@ impl ServerHandler for Server {
         };
         drop(cancel);
         let result = match joined {
-            Some(Ok(outcome)) => success(outcome),
+            Some(Ok(outcome)) => success(outcome, self.written.as_deref()),
             Some(Err(e)) => tool_error(&e, &words),
             // A panic in a tool is a bug; the server answers and keeps serving.
             None => tool_error(

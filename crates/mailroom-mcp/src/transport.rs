@@ -11,12 +11,14 @@ use std::sync::Arc;
 use rmcp::RoleServer;
 use rmcp::model::{
     CallToolRequestMethod, CallToolRequestParams, ClientRequest, JsonObject, JsonRpcMessage,
-    JsonRpcRequest, JsonRpcVersion2_0, NumberOrString, Request, RequestId,
+    JsonRpcRequest, JsonRpcVersion2_0, NumberOrString, Request, RequestId, ServerResult,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::Mutex;
+
+use crate::server::Written;
 
 /// The longest line read: a body at the 1 MiB limit, escaped as JSON, fits many times over;
 /// anything longer is skipped without being held in memory.
@@ -37,6 +39,8 @@ pub struct Lines<R, W> {
     /// Request ids rmcp cannot hold (integers past `i64`), each standing in as a string of
     /// ours until its answer goes out with the id as the client wrote it.
     big_ids: BigIds,
+    /// Results written as JSON text by their tool, spliced into their answers here.
+    written: Option<Arc<Written>>,
 }
 
 /// Integer ids over `i64::MAX` (JSON-RPC allows any number; rmcp keeps an `i64`), each under
@@ -69,7 +73,9 @@ struct Line {
 #[derive(Debug)]
 struct Out<W> {
     writer: W,
+    /// Lines queued, of which the first `sent` bytes are written.
     unwritten: Vec<u8>,
+    sent: usize,
 }
 
 impl<R, W> Lines<R, W>
@@ -83,11 +89,20 @@ where
             writer: Arc::new(Mutex::new(Out {
                 writer,
                 unwritten: Vec::new(),
+                sent: 0,
             })),
             line: Line::default(),
             answers: Vec::new(),
             big_ids: BigIds::default(),
+            written: None,
         }
+    }
+
+    /// Writes each tool result held in `written` into its answer, where the result rmcp
+    /// carries has its stand-in (see `server::Written`).
+    pub(crate) fn with_written(mut self, written: Arc<Written>) -> Lines<R, W> {
+        self.written = Some(written);
+        self
     }
 
     /// Writes the queued error answers. They move into the writer's queue in the same step
@@ -113,7 +128,14 @@ async fn write_line<W: AsyncWrite + Unpin>(
     line: String,
 ) -> std::io::Result<()> {
     let mut out = writer.lock().await;
-    out.queue(&line);
+    if out.unwritten.is_empty() {
+        // The line's own buffer becomes the queue: a long answer is not copied.
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        out.unwritten = bytes;
+    } else {
+        out.queue(&line);
+    }
     out.drain().await
 }
 
@@ -124,15 +146,41 @@ impl<W: AsyncWrite + Unpin> Out<W> {
     }
 
     async fn drain(&mut self) -> std::io::Result<()> {
-        while !self.unwritten.is_empty() {
-            let n = self.writer.write(&self.unwritten).await?;
+        // What is written is counted, not removed from the front: a long line goes out in
+        // pipe-sized pieces, and moving the rest down after each would copy it again and again.
+        while self.sent < self.unwritten.len() {
+            let n = self.writer.write(&self.unwritten[self.sent..]).await?;
             if n == 0 {
                 return Err(std::io::ErrorKind::WriteZero.into());
             }
-            self.unwritten.drain(..n);
+            self.sent += n;
         }
+        self.unwritten = Vec::new();
+        self.sent = 0;
         self.writer.flush().await
     }
+}
+
+/// `item` serialised, with the stand-in object `stand_in` replaced by `json`, in one buffer
+/// made large enough for both at the start (`room`: the size of the rest, about). The result
+/// comes after the id in an answer, so the last occurrence is the stand-in even if a client
+/// chose an id that looks like one.
+fn splice<T: serde::Serialize>(
+    item: &T,
+    room: usize,
+    stand_in: &str,
+    json: &str,
+) -> serde_json::Result<String> {
+    let mut line = Vec::with_capacity(room + json.len() + 1);
+    serde_json::to_writer(&mut line, item)?;
+    // serde_json writes UTF-8; a failure here cannot happen and is an error, not a panic.
+    let mut line =
+        String::from_utf8(line).map_err(<serde_json::Error as serde::ser::Error>::custom)?;
+    if let Some(at) = line.rfind(stand_in) {
+        // Only the end of the answer (`,"isError":false}}`) moves.
+        line.replace_range(at..at + stand_in.len(), json);
+    }
+    Ok(line)
 }
 
 /// Reads on with `line` until it ends: `Ok(true)` when a line is complete in it (`too_long`
@@ -473,15 +521,39 @@ where
             Some(NumberOrString::String(s)) => self.big_ids.by_stand_in.remove(s.as_ref()),
             _ => None,
         };
+        // A tool result written as JSON text: its stand-in, as serialised, the text, and
+        // about the size of the rest of the answer (the text content, escaped).
+        let written = match (&item, &self.written) {
+            (JsonRpcMessage::Response(r), Some(written)) => match &r.result {
+                ServerResult::CallToolResult(c) => c.structured_content.as_ref().and_then(|v| {
+                    let json = written.take(v)?;
+                    let room = c
+                        .content
+                        .iter()
+                        .filter_map(|b| b.as_text())
+                        .map(|t| t.text.len() + t.text.len() / 8)
+                        .sum::<usize>()
+                        + 256;
+                    Some((serde_json::to_string(v).ok()?, json, room))
+                }),
+                _ => None,
+            },
+            _ => None,
+        };
         async move {
-            let line = match big {
-                None => serde_json::to_string(&item),
-                Some(big) => serde_json::to_value(&item).and_then(|mut v| {
+            let line = match (big, written) {
+                (None, None) => serde_json::to_string(&item),
+                (None, Some((stand_in, json, room))) => splice(&item, room, &stand_in, &json),
+                (Some(big), written) => serde_json::to_value(&item).and_then(|mut v| {
                     v["id"] = json!(big);
-                    serde_json::to_string(&v)
+                    match written {
+                        Some((stand_in, json, room)) => splice(&v, room, &stand_in, &json),
+                        None => serde_json::to_string(&v),
+                    }
                 }),
             }
             .map_err(std::io::Error::other)?;
+            drop(item);
             write_line(&writer, line).await
         }
     }

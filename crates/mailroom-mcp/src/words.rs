@@ -172,6 +172,23 @@ impl Vocabulary for McpWords {
         self.call("mark_done", &format!("ids=[\"{id}\"]"))
     }
 
+    // `reply` and `done` written in pieces: a long listing writes them for every message.
+    fn write_reply(&self, out: &mut dyn std::fmt::Write, id: &str) -> std::fmt::Result {
+        out.write_str("reply_mail(id=\"")?;
+        out.write_str(id)?;
+        out.write_str("\", body=\"...\"")?;
+        out.write_str(&self.who)?;
+        out.write_char(')')
+    }
+
+    fn write_done(&self, out: &mut dyn std::fmt::Write, id: &str) -> std::fmt::Result {
+        out.write_str("mark_done(ids=[\"")?;
+        out.write_str(id)?;
+        out.write_str("\"]")?;
+        out.write_str(&self.who)?;
+        out.write_char(')')
+    }
+
     fn read(&self, _id: &str) -> String {
         self.call("read_mail", "no_archive=true")
     }
@@ -182,5 +199,29 @@ impl Vocabulary for McpWords {
 
     fn doctor(&self) -> String {
         "the operator's `mailroom doctor`".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mailroom_core::render::Vocabulary as _;
+
+    use super::McpWords;
+
+    /// The hints written in pieces say what the whole ones say.
+    #[test]
+    fn hints_written_in_pieces_are_the_hints() {
+        for words in [
+            McpWords::for_call(true, None, None),
+            McpWords::for_call(false, Some("bob"), Some("shop")),
+            McpWords::for_call(false, Some("HUMAN"), None),
+        ] {
+            let id = "01M8THGP1JA9X1GXST25MTQVCB";
+            let (mut reply, mut done) = (String::new(), String::new());
+            words.write_reply(&mut reply, id).unwrap();
+            words.write_done(&mut done, id).unwrap();
+            assert_eq!(reply, words.reply(id));
+            assert_eq!(done, words.done(id));
+        }
     }
 }

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::identity::name;
-use super::{DEFAULT_WAIT, MAX_WAIT, Outcome, Tools};
+use super::{DEFAULT_WAIT, MAX_WAIT, Outcome, Structured, Tools};
 use crate::args;
 
 /// Waits one server runs at once. Each holds a file-system watch, and the user's watches are
@@ -110,7 +110,17 @@ fn framed(
         hints,
         words: &words,
     };
-    render::injection(&frame, messages, damaged)
+    // Room for the whole text at the start: a long listing grown by doubling copies itself
+    // over and over.
+    let size = messages
+        .iter()
+        .map(|s| s.message.body.len() + s.message.body.len() / 8 + s.message.subject.len() + 300)
+        .sum::<usize>()
+        + 1024;
+    let mut text = String::with_capacity(size);
+    // Writing to a `String` cannot fail.
+    let _ = render::write_injection(&mut text, &frame, messages, damaged);
+    text
 }
 
 /// A result whose text is its JSON (the MCP convention for structured results).
@@ -122,7 +132,7 @@ fn plain(structured: Value) -> Outcome {
         text: mailroom_core::text::visible_json(
             serde_json::to_string(&structured).unwrap_or_default(),
         ),
-        structured,
+        structured: structured.into(),
     }
 }
 
@@ -133,8 +143,13 @@ pub(super) fn read_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     let me = t.actor(a.project_handle.as_deref(), a.handle.as_deref(), "handle")?;
     let limit = a.limit.unwrap_or(DEFAULT_READ_LIMIT);
     let (mut inbox, archived) = t.mr.read_archiving(&me, Some(limit), !a.no_archive)?;
-    let mut structured = mailroom_json::inbox_json(&me, &inbox, render::untrusted_notice(&me));
-    structured["archived"] = json!(archived);
+    // Written as JSON text at once: for a long listing, far less work than a value.
+    let structured = Structured::Written(mailroom_json::read_json_text(
+        &me,
+        &inbox,
+        render::untrusted_notice(&me),
+        archived,
+    ));
     if !a.no_archive {
         // The structured states say what each copy was before this call; the text's hints
         // speak of now, when the directed copies are archived and marking them done is moot.
@@ -310,7 +325,10 @@ pub(super) fn read_recent_archive(t: &Tools, a: Value, _: &Cancel) -> Result<Out
         &stored,
         &[],
     );
-    Ok(Outcome { structured, text })
+    Ok(Outcome {
+        structured: structured.into(),
+        text,
+    })
 }
 
 pub(super) fn get_projects(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
@@ -516,7 +534,7 @@ pub(super) fn channel_read(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
         &read.damaged,
     );
     Ok(Outcome {
-        structured: mailroom_json::channel_read_json(&read, render::untrusted_notice(&me)),
+        structured: mailroom_json::channel_read_json(&read, render::untrusted_notice(&me)).into(),
         text,
     })
 }
@@ -539,7 +557,10 @@ pub(super) fn search_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
         &stored,
         &found.damaged,
     );
-    Ok(Outcome { structured, text })
+    Ok(Outcome {
+        structured: structured.into(),
+        text,
+    })
 }
 
 pub(super) fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome> {
@@ -579,12 +600,12 @@ pub(super) fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome>
                 .map(|c| c.to_uppercase().chain(chars).chain(['.']).collect())
                 .unwrap_or_default();
             return Ok(Outcome {
-                structured: json!({
+                structured: Structured::Value(json!({
                     "messages": [],
                     "timed_out": true,
                     "note": text,
                     "notice": render::untrusted_notice(&me),
-                }),
+                })),
                 text,
             });
         }
@@ -607,5 +628,8 @@ pub(super) fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome>
         &found,
         &[],
     );
-    Ok(Outcome { structured, text })
+    Ok(Outcome {
+        structured: structured.into(),
+        text,
+    })
 }

@@ -26,8 +26,23 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(60);
 /// What a tool call produced: the structured result and its text.
 #[derive(Debug)]
 pub struct Outcome {
-    pub structured: Value,
+    pub structured: Structured,
     pub text: String,
+}
+
+/// A structured result: a JSON value, or the same object already written as JSON text (a
+/// long listing, which it costs less to write once than to build as a value first).
+#[derive(Debug)]
+pub enum Structured {
+    Value(Value),
+    /// A JSON object, as text.
+    Written(String),
+}
+
+impl From<Value> for Structured {
+    fn from(v: Value) -> Structured {
+        Structured::Value(v)
+    }
 }
 
 /// One tool: what `tools/list` says of it and the function that runs it.
