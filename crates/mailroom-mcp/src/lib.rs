@@ -19,7 +19,8 @@
 //! integer id past `i64` rides through rmcp as a stand-in string and goes back as written), bad
 //! params with -32602, and each request of a batch with -32600; a plain `tools/call` line is read
 //! in one pass into the request rmcp's general reader would make, every other line goes through
-//! that reader), `server` (the rmcp `ServerHandler`: calls run on `spawn_blocking` over one shared
+//! that reader; a result a tool wrote as JSON text (`read_mail`'s listing) replaces its stand-in
+//! object as the answer is written), `server` (the rmcp `ServerHandler`: calls run on `spawn_blocking` over one shared
 //! `Mailroom` (on the file store, all but `wait_mail` on the server's own thread, two thread
 //! switches fewer), a dropped call cancels its `wait`, core errors become `isError` results with
 //! kind and exit code). Identity: a server acts as one address and refuses calls naming another;
