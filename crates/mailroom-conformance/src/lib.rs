@@ -29,6 +29,7 @@ pub mod hooks;
 pub mod kit;
 pub mod lifecycle;
 pub mod lookup;
+pub mod reservations;
 pub mod revise;
 pub mod sending;
 pub mod waiting;
@@ -181,6 +182,15 @@ macro_rules! __cases {
             hooks::last_injected_is_absent_at_first_and_round_trips_per_mailbox,
             hooks::session_start_injects_pending_mail_and_later_hooks_only_what_is_new,
             hooks::session_start_shows_directed_mail_and_stop_asks_to_handle_it,
+            reservations::an_exclusive_lease_refuses_an_overlapping_one_naming_the_holder,
+            reservations::shared_leases_do_not_conflict_with_each_other,
+            reservations::reserving_again_renews_the_own_lease,
+            reservations::an_expired_lease_never_blocks,
+            reservations::check_names_the_lease_covering_a_path,
+            reservations::release_of_anothers_lease_is_refused_but_human_may,
+            reservations::release_by_pattern_and_all_drop_only_the_callers,
+            reservations::bad_reservations_are_invalid_and_change_nothing,
+            reservations::two_agents_racing_for_one_pattern_exactly_one_gets_it,
         }
     };
     (@go stamp ($with:path) $($module:ident :: $case:ident,)*) => {

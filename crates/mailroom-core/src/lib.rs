@@ -38,6 +38,7 @@ pub mod address;
 pub mod error;
 pub mod identity;
 pub mod interchange;
+pub mod lease;
 pub mod message;
 pub mod name;
 pub mod ops;
@@ -47,6 +48,7 @@ pub mod text;
 
 pub use address::{Address, AddressSpec, HUMAN, Scope, Written, read_written};
 pub use error::{Advised, Error, ErrorKind, Fix, Result};
+pub use lease::{Lease, LeaseChange, Reservations};
 pub use message::{Damaged, Kind, Listing, Message, MessageId, Priority, State, Stored};
 pub use name::Name;
 pub use ops::Mailroom;

@@ -146,14 +146,16 @@ pub struct Finding {
     pub fixed: bool,
 }
 
-/// Where mailroom keeps everything: the four roles below, shared across threads (an async
+/// Where mailroom keeps everything: the four roles below and `Reservations` (in `lease`), shared across threads (an async
 /// server calls it from its blocking pool). See the module documentation for the atomicity
 /// rule. A store's own upkeep (`doctor` for the file store) is its own, not part of this
 /// contract.
 ///
 /// "Not found" is `Ok(None)` (or an empty listing) wherever the method can answer it; errors
 /// are for failures of the store itself.
-pub trait Store: Directory + Mailboxes + Channels + Sessions + Send + Sync {
+pub trait Store:
+    Directory + Mailboxes + Channels + Sessions + crate::lease::Reservations + Send + Sync
+{
     /// A short description for `whoami` and `doctor` (a path, a URL without credentials).
     fn describe(&self) -> String;
 }

@@ -107,6 +107,7 @@ mod error;
 pub mod frontmatter;
 mod held;
 mod index;
+mod leases;
 mod listing;
 mod mailbox;
 mod names;

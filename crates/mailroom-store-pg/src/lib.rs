@@ -66,6 +66,7 @@ mod codec;
 mod connect;
 mod directory;
 mod doctor;
+mod leases;
 mod mailboxes;
 mod migrate;
 mod pgpass;

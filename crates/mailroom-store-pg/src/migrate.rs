@@ -16,6 +16,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0007_revisions_of_own_unread_copies.sql"),
     include_str!("../migrations/0008_copies_as_sent.sql"),
     include_str!("../migrations/0009_writes_through_checked_functions.sql"),
+    include_str!("../migrations/0010_leases.sql"),
 ];
 
 /// The schema version this binary writes and reads.

@@ -20,10 +20,11 @@ const READ: &[&str] = &[
     "channels",
     "entries",
     "seen",
+    "leases",
 ];
 
 /// What it writes directly, each narrowed by policies and triggers to what mailroom's own
-/// operations write (migrations 0002, 0007, 0008 and 0009). Everything else it writes goes
+/// operations write (migrations 0002, 0007, 0008, 0009 and 0010). Everything else it writes goes
 /// through [`FUNCTIONS`].
 const WRITE: &[(&str, &str)] = &[
     ("copies", "UPDATE"),
@@ -31,6 +32,7 @@ const WRITE: &[(&str, &str)] = &[
     ("outbox", "INSERT, UPDATE"),
     ("keys", "INSERT"),
     ("seen", "INSERT"),
+    ("leases", "INSERT, UPDATE, DELETE"),
 ];
 
 /// Mailroom's functions a role runs: the policies' helpers, the connection's slot, and the

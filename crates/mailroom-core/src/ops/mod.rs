@@ -14,6 +14,7 @@ mod lifecycle;
 mod lookup;
 mod m_ai_l;
 mod reads;
+mod reserve;
 mod revise;
 mod send;
 mod typos;
@@ -32,6 +33,9 @@ pub use export::Exported;
 pub use import::{Foreign, Imported};
 pub use inject::{HookAnswer, HookEvent};
 pub use lifecycle::{Inbox, InboxStream, Read, urgency_order};
+pub use reserve::{
+    Blocked, DEFAULT_TTL, MAX_TTL, MIN_TTL, Release, Reserve, blocked_error, describe_lease,
+};
 pub use revise::{CancelReport, EditOutcome, EditPatch, EditReport, OutboxEntry};
 pub use send::{Draft, MAX_RECIPIENTS, Sent};
 pub use views::Activity;
