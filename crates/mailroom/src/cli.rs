@@ -74,6 +74,39 @@ pub enum Command {
     Cancel { id: String },
     /// Un-send your broadcast: those who saw it keep it, nobody new gets it.
     Retract { id: String },
+    /// Reserve repository paths for your edits (a lease; reserving again renews it).
+    ///
+    /// PATTERN is a repository-relative glob covering what it matches and everything below:
+    /// `src/api`, `src/api/**`, `docs/*.md`. Exit 4, naming the holder, when another agent's
+    /// lease conflicts.
+    Reserve {
+        #[arg(required = true, value_name = "PATTERN")]
+        patterns: Vec<String>,
+        /// How long the lease lasts: 1m to 24h (default 2h).
+        #[arg(long, value_name = "DURATION")]
+        ttl: Option<String>,
+        /// A shared lease: it conflicts only with exclusive ones.
+        #[arg(long)]
+        shared: bool,
+        /// Why, shown to whoever meets the lease.
+        #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+        reason: Option<String>,
+    },
+    /// Release your leases: one by its id, yours on these patterns, or --all (HUMAN: anyone's).
+    Release {
+        #[arg(required_unless_present = "all", value_name = "ID|PATTERN")]
+        targets: Vec<String>,
+        #[arg(long, conflicts_with = "targets")]
+        all: bool,
+    },
+    /// The project's active file reservations.
+    Reservations,
+    /// Exit 0 when you may edit PATH…, 4 naming the lease when another agent's exclusive lease
+    /// covers one.
+    Check {
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<String>,
+    },
     /// Append-only channels of the project: list, post, read, show, export, import.
     Channel {
         #[command(subcommand)]

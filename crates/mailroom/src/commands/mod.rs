@@ -9,6 +9,7 @@ mod hook;
 mod import;
 mod lifecycle;
 mod mcp;
+mod reserve;
 mod role;
 mod send;
 mod serve;
@@ -111,6 +112,15 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
         Command::Projects { action } => directory::projects(ctx, action),
         Command::Resolve { name } => directory::resolve(ctx, &name),
         Command::Whoami => whoami::whoami(ctx),
+        Command::Reserve {
+            patterns,
+            ttl,
+            shared,
+            reason,
+        } => reserve::reserve(ctx, patterns, ttl, shared, reason),
+        Command::Release { targets, all } => reserve::release(ctx, targets, all),
+        Command::Reservations => reserve::reservations(ctx),
+        Command::Check { paths } => reserve::check(ctx, paths),
         Command::Watch { target } => wait::watch(ctx, target.as_deref()),
         Command::Wait {
             from,

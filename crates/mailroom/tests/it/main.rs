@@ -22,6 +22,7 @@ mod lifecycle;
 mod mcp;
 mod postgres;
 mod readers;
+mod reserve;
 mod roster;
 mod search;
 mod send;

@@ -1,0 +1,269 @@
+//! `reserve`, `release`, `reservations` and `check`: file reservations, advisory leases on
+//! repository paths (the rule is the core's `lease` module).
+
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Result;
+use mailroom_core::ops::{DEFAULT_TTL, Release, Reserve, blocked_error};
+use mailroom_core::{Error, Lease, MessageId};
+use serde_json::{Value, json};
+
+use crate::context::Ctx;
+use crate::output::{self, table};
+
+pub fn lease_json(l: &Lease) -> Value {
+    json!({
+        "id": l.id.to_string(),
+        "holder": l.holder.to_string(),
+        "pattern": l.pattern,
+        "exclusive": l.exclusive,
+        "reason": l.reason,
+        "since": l.since.to_string(),
+        "until": l.until.to_string(),
+    })
+}
+
+fn mode(l: &Lease) -> &'static str {
+    if l.exclusive { "exclusive" } else { "shared" }
+}
+
+/// `30m`, `2h`, `1h30m`, or a number of seconds.
+fn parse_ttl(s: &str) -> Result<Duration> {
+    let t = s.trim();
+    let parsed = match t.parse::<u64>() {
+        Ok(secs) => Some(Duration::from_secs(secs)),
+        Err(_) => t
+            .parse::<jiff::SignedDuration>()
+            .ok()
+            .and_then(|d| Duration::try_from(d).ok()),
+    };
+    parsed.ok_or_else(|| {
+        Error::Invalid(format!(
+            "'{s}' is not a duration; write 30m, 2h, 1h30m or a number of seconds"
+        ))
+        .into()
+    })
+}
+
+pub fn reserve(
+    ctx: &mut Ctx,
+    patterns: Vec<String>,
+    ttl: Option<String>,
+    shared: bool,
+    reason: Option<String>,
+) -> Result<()> {
+    let ttl = match ttl {
+        Some(t) => parse_ttl(&t)?,
+        None => DEFAULT_TTL,
+    };
+    let me = ctx.me()?;
+    let project = ctx.channel_project(&me)?;
+    let r = Reserve {
+        patterns,
+        exclusive: !shared,
+        ttl,
+        reason,
+    };
+    let taken = ctx.mailroom().reserve(&me, &project, &r)?;
+    if ctx.json {
+        output::print_json(&json!({
+            "project": project.as_str(),
+            "reserved": taken.iter().map(lease_json).collect::<Vec<_>>(),
+        }));
+    } else {
+        for l in &taken {
+            crate::outln!(
+                "Reserved '{}' ({}) for {me} until {} [lease {}].",
+                l.pattern,
+                mode(l),
+                l.until,
+                l.id
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn release(ctx: &mut Ctx, targets: Vec<String>, all: bool) -> Result<()> {
+    let what = if all {
+        Release::All
+    } else if let [one] = targets.as_slice()
+        && one.trim().len() == MessageId::LEN
+        && MessageId::parse(one.trim()).is_some()
+    {
+        Release::Id(one.clone())
+    } else {
+        Release::Patterns(targets)
+    };
+    let me = ctx.me()?;
+    let project = ctx.channel_project(&me)?;
+    let gone = ctx.mailroom().release(&me, &project, &what)?;
+    if ctx.json {
+        output::print_json(&json!({
+            "project": project.as_str(),
+            "released": gone.iter().map(lease_json).collect::<Vec<_>>(),
+        }));
+    } else if gone.is_empty() {
+        crate::outln!("{me} held no active lease in '{project}'.");
+    } else {
+        for l in &gone {
+            crate::outln!("Released '{}' of {} [lease {}].", l.pattern, l.holder, l.id);
+        }
+    }
+    Ok(())
+}
+
+pub fn reservations(ctx: &mut Ctx) -> Result<()> {
+    let me = ctx.me()?;
+    let project = ctx.channel_project(&me)?;
+    let leases = ctx.mailroom().reservations(&project)?;
+    if ctx.json {
+        output::print_json(&json!({
+            "project": project.as_str(),
+            "reservations": leases.iter().map(lease_json).collect::<Vec<_>>(),
+        }));
+    } else if leases.is_empty() {
+        crate::outln!("No active reservations in '{project}'.");
+    } else {
+        let mut rows = vec![vec![
+            "ID".into(),
+            "HOLDER".into(),
+            "PATTERN".into(),
+            "MODE".into(),
+            "UNTIL".into(),
+            "REASON".into(),
+        ]];
+        for l in &leases {
+            rows.push(vec![
+                l.id.to_string(),
+                l.holder.to_string(),
+                l.pattern.clone(),
+                mode(l).into(),
+                l.until.to_string(),
+                l.reason.clone().unwrap_or_default(),
+            ]);
+        }
+        crate::out!("{}", table(&rows));
+    }
+    Ok(())
+}
+
+pub fn check(ctx: &mut Ctx, paths: Vec<String>) -> Result<()> {
+    let cwd = std::env::current_dir().ok();
+    let cwd = cwd.as_deref();
+    let top = ctx.inputs.repo.as_ref().map(|r| PathBuf::from(&r.toplevel));
+    let relative = paths
+        .iter()
+        .map(|p| repo_relative(top.as_deref(), cwd, p))
+        .collect::<Result<Vec<_>>>()?;
+    let me = ctx.me()?;
+    let project = ctx.channel_project(&me)?;
+    let blocked = ctx.mailroom().check_paths(&me, &project, &relative)?;
+    let report = json!({
+        "project": project.as_str(),
+        "ok": blocked.is_empty(),
+        "blocked": blocked.iter().map(|b| json!({"path": b.path, "lease": lease_json(&b.lease)})).collect::<Vec<_>>(),
+    });
+    if !blocked.is_empty() {
+        if ctx.json {
+            ctx.failed_report = Some(report);
+        }
+        return Err(blocked_error(&blocked).into());
+    }
+    if ctx.json {
+        output::print_json(&report);
+    } else {
+        crate::outln!(
+            "No other agent's exclusive lease covers {}.",
+            if relative.len() == 1 {
+                format!("'{}'", relative[0])
+            } else {
+                format!("these {} paths", relative.len())
+            }
+        );
+    }
+    Ok(())
+}
+
+/// A path as leases name it: relative to the repository's top level, `.` and `..` resolved by
+/// name. An absolute path must be inside the checkout; a relative one is taken from `cwd`.
+/// Outside a repository, a relative path is used as given.
+pub fn repo_relative(top: Option<&Path>, cwd: Option<&Path>, raw: &str) -> Result<String> {
+    let outside = || -> anyhow::Error {
+        Error::Invalid(format!(
+            "the path '{raw}' is outside the repository; give a path inside the checkout"
+        ))
+        .into()
+    };
+    let given = Path::new(raw.trim());
+    let full = match (given.is_absolute(), top, cwd) {
+        (true, ..) => given.to_path_buf(),
+        (false, Some(_), Some(cwd)) => cwd.join(given),
+        _ => given.to_path_buf(),
+    };
+    let mut parts: Vec<String> = Vec::new();
+    for c in full.components() {
+        match c {
+            Component::Normal(s) => parts.push(s.to_string_lossy().into_owned()),
+            Component::ParentDir => {
+                if parts.pop().is_none() {
+                    return Err(outside());
+                }
+            }
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    let joined = parts.join("/");
+    let rel = match top {
+        Some(top) if full.is_absolute() => {
+            let top: Vec<String> = top
+                .components()
+                .filter_map(|c| match c {
+                    Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                    _ => None,
+                })
+                .collect();
+            if parts.len() < top.len() || parts[..top.len()] != top[..] {
+                return Err(outside());
+            }
+            parts[top.len()..].join("/")
+        }
+        None if full.is_absolute() => return Err(outside()),
+        _ => joined,
+    };
+    if rel.is_empty() {
+        return Err(Error::Invalid(format!(
+            "the path '{raw}' names the whole repository; name a file or directory in it"
+        ))
+        .into());
+    }
+    Ok(rel)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repo_relative;
+    use std::path::Path;
+
+    #[test]
+    fn paths_become_repository_relative() {
+        let top = Some(Path::new("/work/shop"));
+        let cwd = Some(Path::new("/work/shop/src"));
+        let rel = |p: &str| repo_relative(top, cwd, p).ok();
+        assert_eq!(
+            rel("/work/shop/src/api/x.rs").as_deref(),
+            Some("src/api/x.rs")
+        );
+        assert_eq!(rel("api/x.rs").as_deref(), Some("src/api/x.rs"));
+        assert_eq!(rel("../README.md").as_deref(), Some("README.md"));
+        assert_eq!(rel("./a/../b").as_deref(), Some("src/b"));
+        assert_eq!(rel("/elsewhere/x"), None);
+        assert_eq!(rel("../../x"), None);
+        assert_eq!(rel("/work/shop"), None);
+        assert_eq!(
+            repo_relative(None, cwd, "src/x.rs").ok().as_deref(),
+            Some("src/x.rs")
+        );
+    }
+}

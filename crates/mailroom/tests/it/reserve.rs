@@ -1,0 +1,222 @@
+//! File reservations through the real binary: `reserve`, `release`, `reservations` and
+//! `check`, every refusal with its exit code, and real processes racing for one pattern.
+
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::support::{Home, both_stores};
+
+fn leases(home: &Home, who: &str) -> Vec<Value> {
+    home.as_(who, ["--json", "reservations"]).json()["reservations"]
+        .as_array()
+        .expect("a list of leases")
+        .clone()
+}
+
+fn reserve_refuses_a_conflict_naming_holder_pattern_reason_and_expiry(home: &Home) {
+    let out = home
+        .as_(
+            "web@shop",
+            [
+                "reserve",
+                "src/api/**",
+                "--ttl",
+                "30m",
+                "--reason",
+                "moving the users endpoint",
+            ],
+        )
+        .stdout();
+    assert!(
+        out.starts_with("Reserved 'src/api/**' (exclusive) for web@shop until "),
+        "{out}"
+    );
+    let run = home
+        .as_("db@shop", ["reserve", "src/api/users.rs"])
+        .fails(4);
+    for needle in [
+        "web@shop",
+        "'src/api/**'",
+        "moving the users endpoint",
+        "until 20",
+        "nothing was reserved",
+    ] {
+        assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+    }
+    // A shared lease over the exclusive one is refused too; elsewhere it goes ahead.
+    home.as_("db@shop", ["reserve", "--shared", "src"]).fails(4);
+    home.as_("db@shop", ["reserve", "--shared", "docs/**"]).ok();
+    home.as_("ops@shop", ["reserve", "--shared", "docs/api.md"])
+        .ok();
+    let all = leases(home, "ops@shop");
+    assert_eq!(all.len(), 3);
+    assert!(all.iter().any(|l| l["holder"] == "web@shop"
+        && l["exclusive"] == true
+        && l["reason"] == "moving the users endpoint"));
+    // Another project's tree is its own.
+    home.as_("db@mill", ["reserve", "src/api/**"]).ok();
+}
+
+fn reserving_again_renews_and_keeps_the_id(home: &Home) {
+    let first = home
+        .as_("web@shop", ["--json", "reserve", "src/api", "--ttl", "5m"])
+        .json();
+    let again = home
+        .as_("web@shop", ["--json", "reserve", "src/api", "--ttl", "2h"])
+        .json();
+    assert_eq!(first["reserved"][0]["id"], again["reserved"][0]["id"]);
+    assert!(again["reserved"][0]["until"].as_str() > first["reserved"][0]["until"].as_str());
+    assert_eq!(leases(home, "web@shop").len(), 1);
+}
+
+fn check_exits_4_naming_the_lease_and_0_for_the_holder_and_free_paths(home: &Home) {
+    home.as_("web@shop", ["reserve", "src/api", "--reason", "refactor"])
+        .ok();
+    let run = home
+        .as_("db@shop", ["check", "README.md", "src/api/v1/users.rs"])
+        .fails(4);
+    assert!(
+        run.stderr
+            .contains("'src/api/v1/users.rs' is reserved: web@shop holds 'src/api'"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("refactor"), "{}", run.stderr);
+    let v: Value = serde_json::from_str(
+        &home
+            .as_("db@shop", ["--json", "check", "src/api/x.rs"])
+            .fails(4)
+            .stdout,
+    )
+    .expect("one JSON document on stdout");
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["blocked"][0]["lease"]["holder"], "web@shop");
+    home.as_("db@shop", ["check", "README.md"]).ok();
+    home.as_("web@shop", ["check", "src/api/x.rs"]).ok();
+    // Shared leases never block an edit.
+    home.as_("ops@shop", ["reserve", "--shared", "docs"]).ok();
+    home.as_("db@shop", ["check", "docs/x.md"]).ok();
+}
+
+fn release_refuses_anothers_lease_and_human_may_release_any(home: &Home) {
+    let v = home
+        .as_("web@shop", ["--json", "reserve", "src/api/**", "lib/**"])
+        .json();
+    let id = v["reserved"][0]["id"].as_str().expect("an id").to_owned();
+    let run = home.as_("db@shop", ["release", &id]).fails(4);
+    assert!(
+        run.stderr
+            .contains("only its holder or HUMAN may release it"),
+        "{}",
+        run.stderr
+    );
+    home.as_("db@shop", ["release", "src/api/**"]).fails(3);
+    home.as_("db@shop", ["release", "01ARZ3NDEKTSV4RRFFQ69G5FAV"])
+        .fails(3);
+    assert_eq!(
+        home.as_("db@shop", ["release"]).run().code,
+        2,
+        "a usage error"
+    );
+    home.as_("db@shop", ["release", "--all"]).ok();
+    assert_eq!(leases(home, "db@shop").len(), 2);
+    let out = home
+        .as_("HUMAN", ["--project", "shop", "release", &id])
+        .stdout();
+    assert!(out.contains("Released 'src/api/**' of web@shop"), "{out}");
+    home.as_("web@shop", ["release", "./lib/**"]).ok();
+    assert!(leases(home, "web@shop").is_empty());
+    assert_eq!(
+        home.as_("web@shop", ["reservations"]).stdout(),
+        "No active reservations in 'shop'.\n"
+    );
+}
+
+fn bad_reservations_are_refused_with_exit_2_and_change_nothing(home: &Home) {
+    for args in [
+        vec!["reserve", "src", "--ttl", "10s"],
+        vec!["reserve", "src", "--ttl", "25h"],
+        vec!["reserve", "src", "--ttl", "soon"],
+        vec!["reserve", "../elsewhere"],
+        vec!["reserve", "{a,b}"],
+        vec!["check", "/definitely/not/the/repository"],
+    ] {
+        home.as_("web@shop", &args).fails(2);
+    }
+    for usage in [vec!["reserve"], vec!["check"]] {
+        assert_eq!(home.as_("web@shop", &usage).run().code, 2, "{usage:?}");
+    }
+    assert!(leases(home, "web@shop").is_empty());
+}
+
+/// Real processes, started together, racing for one pattern: exactly one gets it.
+fn processes_racing_for_one_pattern_exactly_one_wins(home: &Home) {
+    for round in 0..3 {
+        let pattern = format!("race/{round}/**");
+        let children: Vec<_> = ["a", "b", "c", "d", "e", "f"]
+            .iter()
+            .map(|h| {
+                home.process()
+                    .args(["--as", &format!("{h}@shop"), "reserve", &pattern])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("the binary starts")
+            })
+            .collect();
+        let codes: Vec<i32> = children
+            .into_iter()
+            .map(|mut c| c.wait().expect("it ends").code().unwrap_or(-1))
+            .collect();
+        assert_eq!(
+            codes.iter().filter(|c| **c == 0).count(),
+            1,
+            "round {round}: {codes:?}"
+        );
+        assert!(
+            codes.iter().all(|c| *c == 0 || *c == 4),
+            "round {round}: {codes:?}"
+        );
+    }
+    assert_eq!(leases(home, "a@shop").len(), 3);
+}
+
+/// `check` takes paths as the agent sees them: absolute inside the checkout, or relative to
+/// where it runs, and compares them repository-relative.
+#[test]
+fn check_reads_paths_relative_to_the_repository_top_level() {
+    let home = Home::new();
+    let repo = home.root().join("work").join("shop");
+    std::fs::create_dir_all(repo.join("src/api")).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
+    assert!(git.success());
+    home.as_("web@shop", ["reserve", "src/api"]).ok();
+    let top = crate::support::git_toplevel(&repo).unwrap();
+    let abs = top.join("src/api/users.rs");
+    home.as_("db@shop", ["check", abs.to_str().unwrap()])
+        .current_dir(&repo)
+        .fails(4);
+    home.as_("db@shop", ["check", "users.rs"])
+        .current_dir(repo.join("src/api"))
+        .fails(4);
+    home.as_("db@shop", ["check", "../README.md"])
+        .current_dir(repo.join("src"))
+        .ok();
+    home.as_("db@shop", ["check", "/etc/passwd"])
+        .current_dir(&repo)
+        .fails(2);
+}
+
+both_stores!(
+    reserve_refuses_a_conflict_naming_holder_pattern_reason_and_expiry,
+    reserving_again_renews_and_keeps_the_id,
+    check_exits_4_naming_the_lease_and_0_for_the_holder_and_free_paths,
+    release_refuses_anothers_lease_and_human_may_release_any,
+    bad_reservations_are_refused_with_exit_2_and_change_nothing,
+    processes_racing_for_one_pattern_exactly_one_wins,
+);
