@@ -71,7 +71,7 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
     else {
         return Ok(None);
     };
-    if !rest.is_empty() {
+    if !rest.is_empty() && rest.iter().any(|a| a != "--enforce") {
         crate::errln!("mailroom hook: warning: ignoring unexpected arguments {rest:?}");
     }
     let Some(harness) = harness::parse(harness) else {
@@ -80,49 +80,27 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
             harness::names(" or ")
         );
     };
+    if let Some(pre) = harness.pre_edit()
+        && pre.event == event.as_str()
+    {
+        let input = read_input(super::reserve::HOOK_FIELDS)?;
+        let env = chosen_cwd(env, &input);
+        let enforce = rest.iter().any(|a| a == "--enforce");
+        return super::reserve::pre_edit(cli, &env, harness, &pre, &input, enforce);
+    }
     let Some(event) = harness::event(harness, event) else {
         bail!(
             "unknown hook event '{event}'; use {}",
             harness::event_names(harness)
         );
     };
-    let input = read_input()?;
+    let input = read_input(USED_FIELDS)?;
     // A hook that cannot add context (Cursor's `beforeSubmitPrompt`) answers nothing and
     // consumes nothing, so the mail is still news at the next tool call or at the stop.
     if !harness.answers(event) {
         return Ok(None);
     }
-    let mut env = env.clone();
-    // The folder the input names (Claude Code's `cwd`; Cursor has no `cwd` in its common
-    // input, its project is the first workspace root) chooses the repository, and so the
-    // identity, only within the checkout the hook was started in: an input naming another
-    // repository must not read, and mark read, that repository's mail. A hook started
-    // outside any checkout (Cursor's user hooks run in ~/.cursor) takes the input's folder.
-    let named = match input.get("cwd") {
-        Some(cwd) => cwd.as_str(),
-        None => input
-            .get("workspace_roots")
-            .and_then(Value::as_array)
-            .and_then(|roots| roots.first())
-            .and_then(Value::as_str),
-    };
-    if let Some(dir) = named.and_then(|d| std::fs::canonicalize(d).ok())
-        && dir.is_dir()
-    {
-        let started_in = env
-            .cwd
-            .as_deref()
-            .and_then(|c| std::fs::canonicalize(c).ok())
-            .and_then(|c| checkout(&c));
-        match started_in {
-            Some(top) if checkout(&dir).as_deref() != Some(top.as_path()) => crate::errln!(
-                "mailroom hook: warning: the input names {}, outside the repository the hook runs in ({}); using the latter",
-                dir.display(),
-                top.display()
-            ),
-            _ => env.cwd = Some(dir),
-        }
-    }
+    let env = chosen_cwd(env, &input);
     // A stop that already continued once must not continue again: Claude Code, Codex and
     // Gemini CLI say so with `stop_hook_active`; Cursor counts its follow-ups in `loop_count`.
     let stop_hook_active = input
@@ -155,6 +133,43 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
     Ok(harness.render(event, answer.context, answer.block_stop))
 }
 
+/// The environment with the working directory the input names, when that is inside the
+/// checkout the hook was started in.
+pub(crate) fn chosen_cwd(env: &Env, input: &Value) -> Env {
+    let mut env = env.clone();
+    // The folder the input names (Claude Code's `cwd`; Cursor has no `cwd` in its common
+    // input, its project is the first workspace root) chooses the repository, and so the
+    // identity, only within the checkout the hook was started in: an input naming another
+    // repository must not read, and mark read, that repository's mail. A hook started
+    // outside any checkout (Cursor's user hooks run in ~/.cursor) takes the input's folder.
+    let named = match input.get("cwd") {
+        Some(cwd) => cwd.as_str(),
+        None => input
+            .get("workspace_roots")
+            .and_then(Value::as_array)
+            .and_then(|roots| roots.first())
+            .and_then(Value::as_str),
+    };
+    if let Some(dir) = named.and_then(|d| std::fs::canonicalize(d).ok())
+        && dir.is_dir()
+    {
+        let started_in = env
+            .cwd
+            .as_deref()
+            .and_then(|c| std::fs::canonicalize(c).ok())
+            .and_then(|c| checkout(&c));
+        match started_in {
+            Some(top) if checkout(&dir).as_deref() != Some(top.as_path()) => crate::errln!(
+                "mailroom hook: warning: the input names {}, outside the repository the hook runs in ({}); using the latter",
+                dir.display(),
+                top.display()
+            ),
+            _ => env.cwd = Some(dir),
+        }
+    }
+    env
+}
+
 /// The git checkout around `dir` (the nearest ancestor holding `.git`), as identity finds it.
 fn checkout(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
@@ -165,7 +180,7 @@ fn checkout(dir: &Path) -> Option<PathBuf> {
 /// The harness's JSON on stdin, only [`USED_FIELDS`]; empty or absent input is an empty object.
 /// Read to its end within [`INPUT_TIME`], keeping at most [`MAX_INPUT`] bytes: input cut by
 /// either bound gives the fields read before the cut.
-fn read_input() -> Result<Value> {
+fn read_input(fields: &[&str]) -> Result<Value> {
     use std::io::IsTerminal;
     use std::sync::mpsc;
     if std::io::stdin().is_terminal() {
@@ -219,14 +234,14 @@ fn read_input() -> Result<Value> {
     if buf.iter().all(u8::is_ascii_whitespace) {
         return Ok(json!({}));
     }
-    used_fields(&buf, whole)
+    used_fields(&buf, whole, fields)
 }
 
-/// [`USED_FIELDS`] of the JSON object in `bytes`. When `whole` is false, `bytes` is the input's
+/// The fields `used` of the JSON object in `bytes`. When `whole` is false, `bytes` is the input's
 /// start: the fields before the cut are kept and the cut is no error.
-fn used_fields(bytes: &[u8], whole: bool) -> Result<Value> {
+fn used_fields(bytes: &[u8], whole: bool, used: &[&str]) -> Result<Value> {
     use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-    struct Fields<'a>(&'a mut serde_json::Map<String, Value>);
+    struct Fields<'a>(&'a mut serde_json::Map<String, Value>, &'a [&'a str]);
     impl<'de> DeserializeSeed<'de> for Fields<'_> {
         type Value = ();
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -240,7 +255,7 @@ fn used_fields(bytes: &[u8], whole: bool) -> Result<Value> {
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
             while let Some(key) = map.next_key::<String>()? {
-                if USED_FIELDS.contains(&key.as_str()) {
+                if self.1.contains(&key.as_str()) {
                     let value: Value = map.next_value()?;
                     self.0.insert(key, value);
                 } else {
@@ -252,7 +267,7 @@ fn used_fields(bytes: &[u8], whole: bool) -> Result<Value> {
     }
     let mut fields = serde_json::Map::new();
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let read = Fields(&mut fields)
+    let read = Fields(&mut fields, used)
         .deserialize(&mut de)
         .and_then(|()| de.end());
     match read {

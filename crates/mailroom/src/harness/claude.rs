@@ -78,6 +78,16 @@ impl Harness for Claude {
         ])
     }
 
+    fn pre_edit(&self) -> Option<super::PreEdit> {
+        // Hooks reference, PreToolUse: `tool_name` and `tool_input`; Edit, Write and
+        // MultiEdit name their file in `file_path`, NotebookEdit in `notebook_path`.
+        Some(super::PreEdit {
+            event: "PreToolUse",
+            tools: &["Edit", "Write", "MultiEdit", "NotebookEdit"],
+            path_fields: &["file_path", "notebook_path"],
+        })
+    }
+
     fn project_note(&self) -> Option<&'static str> {
         Some("claude asks once before it starts a server from .mcp.json")
     }

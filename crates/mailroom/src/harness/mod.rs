@@ -85,10 +85,42 @@ pub(crate) trait Harness: Sync {
         "env"
     }
 
+    /// The hook that runs before an edit tool, when the harness has one mailroom answers
+    /// (file reservations): its event name and the tools it is about.
+    fn pre_edit(&self) -> Option<PreEdit> {
+        None
+    }
+
+    /// The pre-edit hook's answer: `notice` reaches the model as context and the edit goes
+    /// ahead, or with `enforce` the edit is refused with the same words. Claude Code's shape
+    /// (hooks reference, PreToolUse): `additionalContext` is shown to the model;
+    /// `permissionDecision: "deny"` refuses the call, its reason shown to the model.
+    fn render_pre_edit(&self, event: &str, notice: String, enforce: bool) -> Value {
+        if enforce {
+            json!({"hookSpecificOutput": {
+                "hookEventName": event,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": notice,
+            }})
+        } else {
+            json!({"hookSpecificOutput": {"hookEventName": event, "additionalContext": notice}})
+        }
+    }
+
     /// What setup says after writing a project's files for the first time.
     fn project_note(&self) -> Option<&'static str> {
         None
     }
+}
+
+/// A harness's hook before a tool runs, as file reservations use it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PreEdit {
+    /// The harness's event name, as `hook HARNESS EVENT` takes it.
+    pub event: &'static str,
+    /// The tools that edit files, and the fields of their input naming the file.
+    pub tools: &'static [&'static str],
+    pub path_fields: &'static [&'static str],
 }
 
 impl PartialEq for dyn Harness {

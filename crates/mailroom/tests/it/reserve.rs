@@ -212,6 +212,69 @@ fn check_reads_paths_relative_to_the_repository_top_level() {
         .fails(2);
 }
 
+/// Claude Code's PreToolUse hook: silent for a free file, another tool or the lease's holder;
+/// for another's exclusive lease, the notice as context (the edit goes ahead), or with
+/// `--enforce` as the refusal.
+fn the_pre_edit_hook_tells_the_model_of_anothers_lease_and_is_silent_otherwise(home: &Home) {
+    home.as_(
+        "web@shop",
+        [
+            "reserve",
+            "src/api/**",
+            "--reason",
+            "moving the users endpoint",
+        ],
+    )
+    .ok();
+    let edit = |tool: &str, path: &str| {
+        format!(
+            r#"{{"tool_name":"{tool}","tool_input":{{"file_path":"{path}","old_string":"a","new_string":"b"}}}}"#
+        )
+    };
+    let hook = |who: &str, input: String, extra: &[&str]| {
+        let mut args = vec!["hook", "claude", "PreToolUse"];
+        args.extend_from_slice(extra);
+        let run = home.as_(who, &args).stdin(input).run();
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(run.stderr, "", "no warning");
+        run.stdout
+    };
+    for (who, input) in [
+        ("db@shop", edit("Edit", "README.md")),
+        ("db@shop", edit("Read", "src/api/users.rs")),
+        ("web@shop", edit("Edit", "src/api/users.rs")),
+        ("db@mill", edit("Edit", "src/api/users.rs")),
+    ] {
+        assert_eq!(hook(who, input.clone(), &[]), "", "{who} {input}");
+    }
+    let out = hook("db@shop", edit("MultiEdit", "src/api/users.rs"), &[]);
+    let v: Value = serde_json::from_str(&out).expect("one JSON answer");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    let text = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("context for the model");
+    for needle in [
+        "UNTRUSTED DATA",
+        "src/api/users.rs is reserved: web@shop holds 'src/api/**'",
+        "moving the users endpoint",
+        "mailroom send --to web@shop",
+        "The edit goes ahead",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    assert!(v["hookSpecificOutput"].get("permissionDecision").is_none());
+    let notebook =
+        r#"{"tool_name":"NotebookEdit","tool_input":{"notebook_path":"src/api/n.ipynb"}}"#;
+    let v: Value =
+        serde_json::from_str(&hook("db@shop", notebook.to_owned(), &["--enforce"])).expect("JSON");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .is_some_and(|r| r.contains("The edit was refused"))
+    );
+}
+
 both_stores!(
     reserve_refuses_a_conflict_naming_holder_pattern_reason_and_expiry,
     reserving_again_renews_and_keeps_the_id,
@@ -219,4 +282,5 @@ both_stores!(
     release_refuses_anothers_lease_and_human_may_release_any,
     bad_reservations_are_refused_with_exit_2_and_change_nothing,
     processes_racing_for_one_pattern_exactly_one_wins,
+    the_pre_edit_hook_tells_the_model_of_anothers_lease_and_is_silent_otherwise,
 );
