@@ -2,7 +2,6 @@
 //! names and answer shape are its module's under `crate::harness`). Whatever goes wrong,
 //! the session goes on: nothing on stdout, one warning on stderr, exit 0.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, bail};
@@ -182,44 +181,30 @@ fn checkout(dir: &Path) -> Option<PathBuf> {
 /// either bound gives the fields read before the cut.
 fn read_input(fields: &[&str]) -> Result<Value> {
     use std::io::IsTerminal;
-    use std::sync::mpsc;
-    if std::io::stdin().is_terminal() {
+    use std::os::fd::AsFd;
+
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    use rustix::io::Errno;
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
         return Ok(json!({}));
     }
-    // A thread reads, so that stdin left open cannot hold the hook past its time: the thread
-    // is left blocked, and the process ends without it.
-    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Option<Vec<u8>>>>(4);
-    std::thread::spawn(move || {
-        let mut stdin = std::io::stdin().lock();
-        let mut chunk = vec![0; 256 * 1024];
-        loop {
-            let sent = match stdin.read(&mut chunk) {
-                Ok(0) => tx.send(Ok(None)),
-                Ok(n) => tx.send(Ok(Some(chunk[..n].to_vec()))),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => tx.send(Err(e)),
-            };
-            if sent.is_err() {
-                return;
-            }
-        }
-    });
+    // Each read waits (poll) only for what is left of the time, so stdin left open cannot
+    // hold the hook past it; no thread is started to wait, which every hook would pay for.
+    let fd = stdin.as_fd();
     let deadline = std::time::Instant::now() + INPUT_TIME;
     let mut buf = Vec::new();
     let mut whole = true;
+    let mut chunk = vec![0; 256 * 1024];
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(Ok(Some(chunk))) => {
-                let room = MAX_INPUT - buf.len();
-                if chunk.len() > room {
-                    whole = false;
-                }
-                buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            }
-            Ok(Ok(None)) => break,
-            Ok(Err(e)) => return Err(e).context("cannot read the hook input on stdin"),
-            Err(_) => {
+        let timeout = Timespec {
+            tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+            tv_nsec: i64::from(left.subsec_nanos()),
+        };
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(0) => {
                 whole = false;
                 if buf.iter().all(u8::is_ascii_whitespace) {
                     crate::errln!(
@@ -228,6 +213,26 @@ fn read_input(fields: &[&str]) -> Result<Value> {
                     );
                 }
                 break;
+            }
+            Ok(_) => {}
+            Err(Errno::INTR) => continue,
+            Err(e) => {
+                return Err(std::io::Error::from(e)).context("cannot read the hook input on stdin");
+            }
+        }
+        // Readable (or at its end): this read does not block.
+        match rustix::io::read(fd, &mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                let room = MAX_INPUT - buf.len();
+                if n > room {
+                    whole = false;
+                }
+                buf.extend_from_slice(&chunk[..n.min(room)]);
+            }
+            Err(Errno::INTR | Errno::AGAIN) => continue,
+            Err(e) => {
+                return Err(std::io::Error::from(e)).context("cannot read the hook input on stdin");
             }
         }
     }
