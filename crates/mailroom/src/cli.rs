@@ -258,8 +258,12 @@ pub struct SetupArgs {
     #[arg(long, conflicts_with = "check")]
     pub uninstall: bool,
     /// The mailroom program the configs start (absolute; default: `mailroom` on PATH).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "launcher")]
     pub binary: Option<std::path::PathBuf>,
+    /// Start mailroom through a package runner instead: `uvx --from mailroom-cli mailroom`
+    /// or `npx -y mailroom-cli` (it fetches the package when the harness first starts it).
+    #[arg(long, value_enum)]
+    pub launcher: Option<LauncherArg>,
     /// Put setup's `mailroom` server entry in place of one setup did not write (`--uninstall`
     /// puts that one back).
     #[arg(long, conflicts_with = "check")]
@@ -270,8 +274,14 @@ pub struct SetupArgs {
     pub operator: bool,
     /// Report, per harness, whether mailroom is wired in, whether the program answers, and
     /// what a session would see at its start now (changes nothing).
-    #[arg(long, conflicts_with_all = ["dry_run", "uninstall", "binary"])]
+    #[arg(long, conflicts_with_all = ["dry_run", "uninstall", "binary", "launcher"])]
     pub check: bool,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LauncherArg {
+    Uvx,
+    Npx,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]

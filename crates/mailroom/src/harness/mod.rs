@@ -248,6 +248,7 @@ mod tests {
         };
         let inv = Invocation {
             program: "mailroom".into(),
+            launcher: vec![],
             global: vec![],
         };
         for h in ALL {

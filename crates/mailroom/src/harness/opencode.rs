@@ -88,7 +88,7 @@ impl Harness for Opencode {
 ///   (`client.session.prompt`).
 fn plugin(inv: &Invocation) -> String {
     let mut argv = vec![inv.program.clone()];
-    argv.extend(inv.global.iter().cloned());
+    argv.extend(inv.argv(&[]));
     let argv = serde_json::to_string(&argv).unwrap_or_else(|_| "[\"mailroom\"]".into());
     format!(
         r#"// mailroom: delivers your mailroom mail inside OpenCode sessions.

@@ -1256,3 +1256,132 @@ fn check_starts_nothing_a_repository_config_adds_beyond_setups_flags() {
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("DIFFERENT MAILROOMS"), "{}", out.stdout);
 }
+
+/// `--launcher uvx|npx`: every harness's MCP server and hooks start mailroom through the
+/// package runner (`uvx --from mailroom-cli mailroom …`, `npx -y mailroom-cli …`), setup knows
+/// its entries again, and --uninstall gives every file its bytes back, with or without the flag.
+#[test]
+fn a_launcher_starts_the_server_and_the_hooks_and_uninstall_restores_the_bytes() {
+    for (launcher, words) in [
+        ("uvx", &["uvx", "--from", "mailroom-cli", "mailroom"][..]),
+        ("npx", &["npx", "-y", "mailroom-cli"][..]),
+    ] {
+        let prefix = words.join(" ");
+        let mcp: Vec<&str> = words[1..].iter().copied().chain(["mcp"]).collect();
+        for harness in HARNESSES {
+            let m = Machine::new();
+            existing(&m, harness);
+            let before = m.files();
+            m.setup([harness, "--launcher", launcher]).ok();
+            let again = m.setup([harness, "--launcher", launcher]).ok();
+            assert!(
+                again.stdout.contains("nothing to change"),
+                "{launcher} {harness}: {}",
+                again.stdout
+            );
+            // What is written, read back from a machine that had no configs (the existing
+            // ones carry comments).
+            let fresh = Machine::new();
+            fresh.setup([harness, "--launcher", launcher]).ok();
+            let r = fresh.repo();
+            let read = |p: &str| -> Value {
+                let text = std::fs::read_to_string(r.join(p)).unwrap();
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{p}: {e}\n{text}"))
+            };
+            let server = match harness {
+                "claude" => read(".mcp.json")["mcpServers"]["mailroom"].clone(),
+                "gemini" => read(".gemini/settings.json")["mcpServers"]["mailroom"].clone(),
+                "cursor" => read(".cursor/mcp.json")["mcpServers"]["mailroom"].clone(),
+                "opencode" => read("opencode.json")["mcp"]["mailroom"].clone(),
+                _ => {
+                    let text = std::fs::read_to_string(r.join(".codex/config.toml")).unwrap();
+                    let doc: toml::Table = toml::from_str(&text).unwrap();
+                    serde_json::to_value(&doc["mcp_servers"]["mailroom"]).unwrap()
+                }
+            };
+            if harness == "opencode" {
+                let argv: Vec<&str> = std::iter::once(words[0]).chain(mcp.clone()).collect();
+                assert_eq!(server["command"], json!(argv), "{launcher} {harness}");
+                let plugin =
+                    std::fs::read_to_string(r.join(".opencode/plugins/mailroom.js")).unwrap();
+                let line = format!("const MAILROOM = {};", json!(words));
+                assert!(plugin.contains(&line), "{launcher}: {plugin}");
+            } else {
+                assert_eq!(server["command"], words[0], "{launcher} {harness}");
+                assert_eq!(server["args"], json!(mcp), "{launcher} {harness}");
+            }
+            let mut commands = Vec::new();
+            for (path, bytes) in &fresh.files() {
+                if path.extension().is_some_and(|e| e == "json") {
+                    collect_commands(&serde_json::from_slice(bytes).unwrap(), &mut commands);
+                }
+            }
+            assert_eq!(commands.is_empty(), harness == "opencode", "{harness}");
+            for c in &commands {
+                let tail = c.strip_prefix(&format!("{prefix} hook {harness} "));
+                assert!(
+                    tail.is_some_and(|e| !e.contains(' ')),
+                    "{launcher} {harness}: {c}"
+                );
+            }
+            if launcher == "uvx" {
+                m.setup([harness, "--launcher", launcher, "--uninstall"])
+                    .ok();
+            } else {
+                m.setup([harness, "--uninstall"]).ok();
+            }
+            assert_eq!(m.files(), before, "{launcher} {harness}: --uninstall");
+        }
+    }
+    let m = Machine::new();
+    let both = m
+        .setup(["claude", "--launcher", "npx", "--binary", BIN])
+        .run();
+    assert_eq!(both.code, 2, "{}", both.stderr);
+    assert_eq!(m.setup(["claude", "--launcher", "pip"]).run().code, 2);
+}
+
+/// `setup --check` with a launcher: without the runner on PATH it says so and starts nothing;
+/// with one, the hooks and the server are started through it, with setup's words.
+#[test]
+fn check_through_a_launcher_says_when_the_runner_is_missing_and_uses_it_when_there() {
+    let m = Machine::new();
+    m.setup(["claude", "--launcher", "uvx"]).ok();
+    let out = m.setup([]).args(["--check", "claude"]).ok();
+    assert!(
+        out.stdout.contains(
+            "program uvx --from mailroom-cli mailroom: uvx is not installed here (not on PATH)"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("the MCP server open the same mailroom: not known (uvx is not installed"),
+        "{}",
+        out.stdout
+    );
+    // A stand-in runner that checks setup's words and runs this build of mailroom.
+    let uvx = m.home.root().join("bin").join("uvx");
+    m.write(
+        &uvx,
+        &format!(
+            "#!/bin/sh\n[ \"$1 $2 $3\" = \"--from mailroom-cli mailroom\" ] || exit 9\nshift 3\nexec '{BIN}' \"$@\"\n"
+        ),
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&uvx, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = m.setup([]).args(["--check", "claude"]).ok();
+    assert!(
+        out.stdout
+            .contains("program uvx --from mailroom-cli mailroom: answers (mailroom"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("the hooks and the MCP server open the same mailroom: "),
+        "{}",
+        out.stdout
+    );
+}

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::jsonc::JsonPiece;
 use super::{
-    Invocation, Piece, Places, Scope, harnesses, is_ours, on_path, plan, read_config, same,
-    shell_words, toml,
+    Invocation, Piece, Places, Scope, harnesses, is_ours, launch_len, on_path, plan, read_config,
+    same, shell_words, toml,
 };
 use crate::cli::{Cli, SetupArgs};
 use crate::context::Env;
@@ -25,9 +25,10 @@ pub(super) fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> 
     };
     let inv = Invocation {
         program: "mailroom".into(),
+        launcher: vec![],
         global: vec![],
     };
-    let mut programs: Vec<String> = Vec::new();
+    let mut programs: Vec<Vec<String>> = Vec::new();
     let mut any = false;
     let mut split = 0;
     let mut lines = Vec::new();
@@ -122,7 +123,7 @@ pub(super) fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> 
     programs.sort();
     programs.dedup();
     for p in &programs {
-        crate::outln!("program {p}: {}", answers(p));
+        crate::outln!("program {}: {}", p.join(" "), answers(p));
     }
     // What a session here would see at its start, without marking anything read.
     crate::outln!();
@@ -152,7 +153,12 @@ pub(super) fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> 
 }
 
 /// Whether `piece` is in `text` (every event, for hooks); collects the programs named.
-fn wired(piece: &Piece, text: Option<&str>, h: &dyn Harness, programs: &mut Vec<String>) -> bool {
+fn wired(
+    piece: &Piece,
+    text: Option<&str>,
+    h: &dyn Harness,
+    programs: &mut Vec<Vec<String>>,
+) -> bool {
     let Some(text) = text else { return false };
     match piece {
         Piece::Json { pieces, .. } => {
@@ -165,15 +171,27 @@ fn wired(piece: &Piece, text: Option<&str>, h: &dyn Harness, programs: &mut Vec<
             pieces.iter().all(|p| match p {
                 JsonPiece::Server { container, .. } => {
                     let s = &v[container]["mailroom"];
-                    let program = match &s["command"] {
-                        Value::String(c) => Some(c.clone()),
-                        Value::Array(a) => a.first().and_then(Value::as_str).map(str::to_owned),
-                        _ => None,
+                    let argv: Vec<String> = match &s["command"] {
+                        Value::String(c) => std::iter::once(c.clone())
+                            .chain(
+                                s["args"]
+                                    .as_array()
+                                    .into_iter()
+                                    .flatten()
+                                    .filter_map(|a| a.as_str().map(str::to_owned)),
+                            )
+                            .collect(),
+                        Value::Array(a) => a
+                            .iter()
+                            .filter_map(|a| a.as_str().map(str::to_owned))
+                            .collect(),
+                        _ => Vec::new(),
                     };
-                    if let Some(p) = &program {
-                        programs.push(p.clone());
+                    let found = !argv.is_empty();
+                    if found {
+                        programs.push(program_words(argv));
                     }
-                    program.is_some()
+                    found
                 }
                 JsonPiece::Hooks { flat, events } => events.iter().all(|e| {
                     v["hooks"][e.event].as_array().is_some_and(|list| {
@@ -189,12 +207,9 @@ fn wired(piece: &Piece, text: Option<&str>, h: &dyn Harness, programs: &mut Vec<
                             commands.iter().any(|c| {
                                 let ok = c["command"].as_str().is_some_and(|s| is_ours(s, h));
                                 if ok
-                                    && let Some(first) = c["command"]
-                                        .as_str()
-                                        .and_then(shell_words)
-                                        .and_then(|w| w.into_iter().next())
+                                    && let Some(words) = c["command"].as_str().and_then(shell_words)
                                 {
-                                    programs.push(first);
+                                    programs.push(program_words(words));
                                 }
                                 ok
                             })
@@ -207,14 +222,21 @@ fn wired(piece: &Piece, text: Option<&str>, h: &dyn Harness, programs: &mut Vec<
             let Ok(doc) = text.parse::<toml_edit::DocumentMut>() else {
                 return false;
             };
-            let server = match doc
-                .get("mcp_servers")
-                .and_then(|s| s.get("mailroom"))
+            let entry = doc.get("mcp_servers").and_then(|s| s.get("mailroom"));
+            let server = match entry
                 .and_then(|m| m.get("command"))
                 .and_then(|c| c.as_str())
             {
                 Some(c) => {
-                    programs.push(c.to_owned());
+                    let args = entry
+                        .and_then(|m| m.get("args"))
+                        .and_then(|a| a.as_array())
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|a| a.as_str().map(str::to_owned));
+                    programs.push(program_words(
+                        std::iter::once(c.to_owned()).chain(args).collect(),
+                    ));
                     true
                 }
                 None => false,
@@ -225,10 +247,24 @@ fn wired(piece: &Piece, text: Option<&str>, h: &dyn Harness, programs: &mut Vec<
     }
 }
 
+/// The words of `argv` that start mailroom: the program, and a launcher's words.
+fn program_words(mut argv: Vec<String>) -> Vec<String> {
+    argv.truncate(launch_len(&argv).unwrap_or(1));
+    argv
+}
+
 /// The program a config names, when --check may start it: a repository's config names the
-/// program, so only a `mailroom` on PATH or at an absolute path is started, and a checked-out
-/// repository cannot get its own program run by --check. Err: why not.
-pub(super) fn answers_safely(program: &str) -> Result<PathBuf, String> {
+/// program, so only a `mailroom` on PATH or at an absolute path is started, or a launcher
+/// setup writes (`uvx`, `npx` on PATH, with exactly setup's words for mailroom's package), and
+/// a checked-out repository cannot get its own program run by --check. Err: why not.
+pub(super) fn answers_safely(program: &str, launcher: &[String]) -> Result<PathBuf, String> {
+    if !launcher.is_empty() {
+        return on_path(program).ok_or_else(|| {
+            format!(
+                "{program} is not installed here (not on PATH), so the harness could not start mailroom through it either: not started"
+            )
+        });
+    }
     let path = Path::new(program);
     if path.file_name().and_then(|n| n.to_str()) != Some("mailroom") {
         return Err("not a mailroom program: not started".into());
@@ -244,13 +280,18 @@ pub(super) fn answers_safely(program: &str) -> Result<PathBuf, String> {
     resolved.ok_or_else(|| "not found (not on PATH)".into())
 }
 
-/// Whether the program a config names starts and says it is mailroom.
-fn answers(program: &str) -> String {
-    let path = match answers_safely(program) {
+/// Whether the program a config names (with a launcher's words) starts and says it is
+/// mailroom.
+fn answers(words: &[String]) -> String {
+    let Some((program, launcher)) = words.split_first() else {
+        return "no program named".into();
+    };
+    let path = match answers_safely(program, launcher) {
         Ok(p) => p,
         Err(why) => return why,
     };
     match std::process::Command::new(&path)
+        .args(launcher)
         .arg("--version")
         .stdin(std::process::Stdio::null())
         .output()

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use self::edit::{Change, plan_file};
 use self::jsonc::{HookEntry, JsonPiece};
 use self::record::Records;
-use crate::cli::{Cli, SetupArgs};
+use crate::cli::{Cli, LauncherArg, SetupArgs};
 use crate::context::Env;
 use crate::harness::{self, ALL, Harness};
 
@@ -79,27 +79,54 @@ impl Places {
     }
 }
 
+/// The package runners setup can start mailroom through: the runner and the words that make
+/// it run mailroom's `mailroom` command. The package is `mailroom-cli` on PyPI and npm; uvx
+/// runs a command named as its package unless `--from` names the package.
+pub(crate) const LAUNCHERS: [(&str, &[&str]); 2] = [
+    ("uvx", &["--from", "mailroom-cli", "mailroom"]),
+    ("npx", &["-y", "mailroom-cli"]),
+];
+
+/// How many of `words` (a command line's, or a config's program and args) start mailroom: one
+/// for a program named `mailroom`, the runner and its words for a launcher of [`LAUNCHERS`].
+pub(crate) fn launch_len(words: &[String]) -> Option<usize> {
+    let program = words.first()?;
+    if Path::new(program).file_name().and_then(|n| n.to_str()) == Some("mailroom") {
+        return Some(1);
+    }
+    LAUNCHERS.iter().find_map(|(runner, rest)| {
+        let n = 1 + rest.len();
+        (program == runner
+            && words.len() >= n
+            && words[1..n].iter().zip(*rest).all(|(a, b)| a == b))
+        .then_some(n)
+    })
+}
+
 /// How the configs will start mailroom.
 pub(crate) struct Invocation {
-    /// The program (`mailroom`, or an absolute path).
+    /// The program (`mailroom`, an absolute path, or a launcher such as `uvx`).
     pub(crate) program: String,
+    /// The launcher's words naming mailroom's package (empty for a `mailroom` program).
+    pub(crate) launcher: Vec<String>,
     /// Global flags written before the subcommand (`--as`, `--home`) when setup was given them.
     pub(crate) global: Vec<String>,
 }
 
 impl Invocation {
+    /// The arguments after the program: the launcher's words, the global flags, `rest`.
     pub(crate) fn argv(&self, rest: &[&str]) -> Vec<String> {
-        let mut v = self.global.clone();
+        let mut v = self.launcher.clone();
+        v.extend(self.global.iter().cloned());
         v.extend(rest.iter().map(|s| (*s).to_owned()));
         v
     }
 
     /// A shell command line (hooks are run by a shell).
     pub(crate) fn command(&self, rest: &[&str]) -> String {
-        std::iter::once(self.program.as_str())
-            .chain(self.global.iter().map(String::as_str))
-            .chain(rest.iter().copied())
-            .map(shell_quote)
+        std::iter::once(self.program.clone())
+            .chain(self.argv(rest))
+            .map(|w| shell_quote(&w))
             .collect::<Vec<_>>()
             .join(" ")
     }
@@ -116,20 +143,16 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// Whether a hook command is one mailroom wrote for `harness`: its program is a `mailroom`
-/// binary and it ends in `hook HARNESS EVENT`.
+/// binary (or a launcher of mailroom's package) and it ends in `hook HARNESS EVENT`.
 fn is_ours(command: &str, harness: &dyn Harness) -> bool {
     let Some(words) = shell_words(command) else {
         return false;
     };
-    let Some(program) = words.first() else {
+    let Some(k) = launch_len(&words) else {
         return false;
     };
-    let named = Path::new(program)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n == "mailroom");
     let n = words.len();
-    named && n >= 4 && words[n - 3] == "hook" && words[n - 2] == harness.name()
+    n >= k + 3 && words[n - 3] == "hook" && words[n - 2] == harness.name()
 }
 
 /// The words a POSIX shell would split a simple command into (quotes and backslashes
@@ -317,8 +340,17 @@ fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<Invocation> {
         )
         .into());
     }
-    let program = match &args.binary {
-        Some(b) => {
+    let mut launcher = Vec::new();
+    let program = match (&args.binary, args.launcher) {
+        (_, Some(l)) => {
+            let (runner, words) = match l {
+                LauncherArg::Uvx => LAUNCHERS[0],
+                LauncherArg::Npx => LAUNCHERS[1],
+            };
+            launcher = words.iter().map(|w| (*w).to_owned()).collect();
+            runner.to_owned()
+        }
+        (Some(b), None) => {
             use std::os::unix::fs::PermissionsExt as _;
             if !b.is_absolute() {
                 return Err(Error::Invalid(format!(
@@ -340,7 +372,7 @@ fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<Invocation> {
                 .ok_or_else(|| Error::Invalid(format!("--binary {} is not UTF-8", b.display())))?
                 .to_owned()
         }
-        None => {
+        (None, None) => {
             if on_path("mailroom").is_none() {
                 let here = std::env::current_exe()
                     .ok()
@@ -396,7 +428,11 @@ fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<Invocation> {
                 .to_owned(),
         ]);
     }
-    Ok(Invocation { program, global })
+    Ok(Invocation {
+        program,
+        launcher,
+        global,
+    })
 }
 
 /// Whether a harness is on this machine: its program on PATH, or its user config folder.

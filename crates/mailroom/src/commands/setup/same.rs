@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::check::answers_safely;
-use super::{Piece, is_ours, shell_words};
+use super::{Piece, is_ours, launch_len, shell_words};
 use crate::harness::Harness;
 
 /// The variables Codex passes an MCP server whatever its entry says.
@@ -33,6 +33,8 @@ pub struct Launch {
     /// Why --check will not start it (the config asks for more than setup ever writes).
     not_started: Option<String>,
     program: String,
+    /// The launcher's words naming mailroom's package (`--from mailroom-cli mailroom`).
+    launcher: Vec<String>,
     /// The flags before the subcommand (`--as`, `--home`).
     globals: Vec<String>,
     /// Variables the entry sets.
@@ -67,7 +69,7 @@ pub fn server(h: &dyn Harness, piece: &Piece, text: &str) -> Option<Launch> {
                 _ => None,
             })?;
             let entry = &v[container]["mailroom"];
-            let mut argv: Vec<String> = match &entry["command"] {
+            let argv: Vec<String> = match &entry["command"] {
                 Value::String(c) => std::iter::once(c.clone())
                     .chain(strings(&entry["args"]))
                     .collect(),
@@ -83,14 +85,11 @@ pub fn server(h: &dyn Harness, piece: &Piece, text: &str) -> Option<Launch> {
                         .collect()
                 })
                 .unwrap_or_default();
-            let program = argv.remove(0);
             Some(
                 Launch {
-                    program,
-                    globals: before_subcommand(&argv, "mcp"),
                     env,
                     keep: None,
-                    ..Launch::default()
+                    ..Launch::of(argv, "mcp")?
                 }
                 .checked(),
             )
@@ -99,15 +98,16 @@ pub fn server(h: &dyn Harness, piece: &Piece, text: &str) -> Option<Launch> {
             let doc: toml::Table = toml::from_str(text).ok()?;
             let entry = doc.get("mcp_servers")?.get("mailroom")?;
             let program = entry.get("command")?.as_str()?.to_owned();
-            let args: Vec<String> = entry
-                .get("args")
-                .and_then(|a| a.as_array())
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let argv: Vec<String> = std::iter::once(program)
+                .chain(
+                    entry
+                        .get("args")
+                        .and_then(|a| a.as_array())
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|s| s.as_str().map(str::to_owned)),
+                )
+                .collect();
             let env = entry
                 .get("env")
                 .and_then(|e| e.as_table())
@@ -131,11 +131,9 @@ pub fn server(h: &dyn Harness, piece: &Piece, text: &str) -> Option<Launch> {
                 .collect();
             Some(
                 Launch {
-                    program,
-                    globals: before_subcommand(&args, "mcp"),
                     env,
                     keep: Some(keep),
-                    ..Launch::default()
+                    ..Launch::of(argv, "mcp")?
                 }
                 .checked(),
             )
@@ -152,19 +150,8 @@ pub fn hooks(h: &dyn Harness, piece: &Piece, text: &str) -> Option<Launch> {
             let line = text
                 .lines()
                 .find_map(|l| l.strip_prefix("const MAILROOM = "))?;
-            let mut argv: Vec<String> = serde_json::from_str(line.trim_end_matches(';')).ok()?;
-            if argv.is_empty() {
-                return None;
-            }
-            let program = argv.remove(0);
-            return Some(
-                Launch {
-                    program,
-                    globals: argv,
-                    ..Launch::default()
-                }
-                .checked(),
-            );
+            let argv: Vec<String> = serde_json::from_str(line.trim_end_matches(';')).ok()?;
+            return Some(Launch::of(argv, "hook")?.checked());
         }
         Piece::Json { .. } => {
             let v = super::jsonc::value_of(text)?;
@@ -189,16 +176,7 @@ pub fn hooks(h: &dyn Harness, piece: &Piece, text: &str) -> Option<Launch> {
         }
         Piece::Toml { .. } => return None,
     };
-    let mut words = shell_words(&command)?;
-    let program = words.remove(0);
-    Some(
-        Launch {
-            program,
-            globals: before_subcommand(&words, "hook"),
-            ..Launch::default()
-        }
-        .checked(),
-    )
+    Some(Launch::of(shell_words(&command)?, "hook")?.checked())
 }
 
 /// What `launch` opens, run in `cwd`; Err: why it could not be told.
@@ -206,9 +184,10 @@ pub fn view(launch: &Launch, cwd: &Path) -> Result<View, String> {
     if let Some(why) = &launch.not_started {
         return Err(why.clone());
     }
-    let program = answers_safely(&launch.program)?;
+    let program = answers_safely(&launch.program, &launch.launcher)?;
     let mut cmd = std::process::Command::new(program);
-    cmd.args(&launch.globals)
+    cmd.args(&launch.launcher)
+        .args(&launch.globals)
         .args(["whoami", "--json"])
         .current_dir(cwd)
         .stdin(std::process::Stdio::null());
@@ -257,6 +236,21 @@ fn before_subcommand(words: &[String], subcommand: &str) -> Vec<String> {
 }
 
 impl Launch {
+    /// The launch `words` (program, launcher words, flags, `subcommand` …) name.
+    fn of(mut words: Vec<String>, subcommand: &str) -> Option<Launch> {
+        if words.is_empty() {
+            return None;
+        }
+        let rest = words.split_off(launch_len(&words).unwrap_or(1));
+        let program = words.remove(0);
+        Some(Launch {
+            program,
+            launcher: words,
+            globals: before_subcommand(&rest, subcommand),
+            ..Launch::default()
+        })
+    }
+
     /// `self`, held to what setup itself writes: flags only `--as` and `--home` with their
     /// values, and of the entry's `env` only [`PASSED_ENV`]; anything else and --check does
     /// not start it.
