@@ -32,6 +32,7 @@ pub mod lookup;
 pub mod reservations;
 pub mod revise;
 pub mod sending;
+pub mod tokens;
 pub mod waiting;
 
 use mailroom_core::Store;
@@ -191,6 +192,10 @@ macro_rules! __cases {
             reservations::release_by_pattern_and_all_drop_only_the_callers,
             reservations::bad_reservations_are_invalid_and_change_nothing,
             reservations::two_agents_racing_for_one_pattern_exactly_one_gets_it,
+            tokens::a_token_is_kept_as_a_hash_and_found_by_its_secret,
+            tokens::a_revoked_token_stops_authenticating_at_once,
+            tokens::an_expired_token_no_longer_authenticates,
+            tokens::only_the_operator_manages_tokens_and_names_are_unique,
         }
     };
     (@go stamp ($with:path) $($module:ident :: $case:ident,)*) => {

@@ -114,6 +114,9 @@ pub enum Error {
     /// Refused by the rules, with the step that would be allowed.
     #[error("{reason}")]
     RefusedWith { reason: String, fix: Box<Fix> },
+    /// Collides with something that exists (a name taken).
+    #[error("{0}")]
+    Conflict(String),
     #[error("{0}")]
     Timeout(String),
     #[error("{context}: {source}")]
@@ -237,7 +240,9 @@ impl Error {
             | Error::WrongState { .. }
             | Error::Refused(_)
             | Error::RefusedWith { .. } => ErrorKind::Refused,
-            Error::AmbiguousHandle { .. } | Error::AmbiguousId { .. } => ErrorKind::Conflict,
+            Error::AmbiguousHandle { .. } | Error::AmbiguousId { .. } | Error::Conflict(_) => {
+                ErrorKind::Conflict
+            }
             Error::Timeout(_) => ErrorKind::Timeout,
             Error::Store { .. } => ErrorKind::Store,
         }

@@ -45,6 +45,7 @@ pub mod ops;
 pub mod render;
 pub mod store;
 pub mod text;
+pub mod token;
 
 pub use address::{Address, AddressSpec, HUMAN, Scope, Written, read_written};
 pub use error::{Advised, Error, ErrorKind, Fix, Result};
@@ -56,3 +57,4 @@ pub use store::{
     Channels, Delivery, Directory, Finding, KeyClaim, Mailboxes, Member, MemberStatus, OriginClaim,
     PendingEntry, PendingSet, Policy, Project, Sessions, Store,
 };
+pub use token::{Token, Tokens};

@@ -16,6 +16,7 @@ use crate::message::{
     ChannelRef, Damaged, Kind, Listing, Message, MessageId, Priority, State, Stored,
 };
 use crate::name::Name;
+use crate::token::Tokens;
 
 /// What happens when mail is sent to a handle a project does not know.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -146,15 +147,15 @@ pub struct Finding {
     pub fixed: bool,
 }
 
-/// Where mailroom keeps everything: the four roles below and `Reservations` (in `lease`), shared across threads (an async
-/// server calls it from its blocking pool). See the module documentation for the atomicity
-/// rule. A store's own upkeep (`doctor` for the file store) is its own, not part of this
+/// Where mailroom keeps everything: the four roles below, `Reservations` (in `lease`) and
+/// `Tokens` (in `token`), shared across threads (an async server calls it from its blocking
+/// pool). See the module documentation for the atomicity rule. A store's own upkeep (`doctor` for the file store) is its own, not part of this
 /// contract.
 ///
 /// "Not found" is `Ok(None)` (or an empty listing) wherever the method can answer it; errors
 /// are for failures of the store itself.
 pub trait Store:
-    Directory + Mailboxes + Channels + Sessions + crate::lease::Reservations + Send + Sync
+    Directory + Mailboxes + Channels + Sessions + crate::lease::Reservations + Tokens + Send + Sync
 {
     /// A short description for `whoami` and `doctor` (a path, a URL without credentials).
     fn describe(&self) -> String;

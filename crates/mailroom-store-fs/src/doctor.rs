@@ -632,8 +632,9 @@ fn in_layout(path: &[&str], is_dir: bool) -> bool {
     let file = !is_dir;
     match path {
         [LAYOUT_FILE] => file,
-        [TMP | GLOBAL | PROJECTS] => is_dir,
+        [TMP | GLOBAL | PROJECTS | crate::TOKENS] => is_dir,
         [TMP, _] => file,
+        [crate::TOKENS, id] => file && crate::tokens::is_token_name(id),
         [GLOBAL, rest @ ..] => in_scope(rest, is_dir),
         [PROJECTS, _] => is_dir,
         [PROJECTS, _, crate::PROJECT_FILE] => file,

@@ -113,6 +113,7 @@ mod mailbox;
 mod names;
 mod session;
 mod sys;
+mod tokens;
 mod unchanged;
 mod watch;
 
@@ -178,6 +179,7 @@ pub(crate) const CHANNELS: &str = "channels";
 pub(crate) const ENTRIES: &str = "entries";
 pub(crate) const RETRACTED: &str = "retracted";
 pub(crate) const SEEN: &str = "seen";
+pub(crate) const TOKENS: &str = "tokens";
 /// The change token of the last hook injection (see `Store::change_token`).
 pub(crate) const INJECTED: &str = "injected";
 
@@ -653,6 +655,24 @@ impl Sessions for FsStore {
 
     fn origin(&self, identity: &Address) -> Result<Option<String>> {
         session::origin(self, identity)
+    }
+}
+
+impl mailroom_core::Tokens for FsStore {
+    fn add_token(&self, token: &mailroom_core::Token) -> Result<bool> {
+        tokens::add(self, token)
+    }
+
+    fn tokens(&self) -> Result<Vec<mailroom_core::Token>> {
+        tokens::list(self)
+    }
+
+    fn token_by_hash(&self, hash: &str) -> Result<Option<mailroom_core::Token>> {
+        tokens::by_hash(self, hash)
+    }
+
+    fn remove_token(&self, id: &str) -> Result<bool> {
+        tokens::remove(self, id)
     }
 }
 

@@ -76,6 +76,7 @@ mod rows;
 mod sessions;
 pub mod testing;
 mod tls;
+mod tokens;
 mod url;
 mod watch;
 

@@ -17,6 +17,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0008_copies_as_sent.sql"),
     include_str!("../migrations/0009_writes_through_checked_functions.sql"),
     include_str!("../migrations/0010_leases.sql"),
+    include_str!("../migrations/0011_tokens.sql"),
 ];
 
 /// The schema version this binary writes and reads.

@@ -214,6 +214,11 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         name: Option<String>,
     },
+    /// The operator's access tokens, one identity each, for `mcp --listen`; as HUMAN.
+    Token {
+        #[command(subcommand)]
+        action: Option<TokenAction>,
+    },
     /// Play a short exchange between two agents and a human in a temporary home.
     Demo,
     /// Wire mailroom into a harness: its MCP server entry and hooks, in its own config files.
@@ -371,6 +376,25 @@ pub enum RosterAction {
 pub enum PolicyArg {
     Open,
     Roster,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenAction {
+    /// List the tokens (the default); never their secrets.
+    List,
+    /// Issue a token acting as ADDRESS; prints its secret this once.
+    Add {
+        /// The identity the token acts as: handle@project, or HUMAN (the operator's).
+        address: String,
+        /// A name to revoke it by, unique among tokens.
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// Its life: 30d, 12h, 90m, 2w or seconds (default: until revoked).
+        #[arg(long, value_name = "DUR")]
+        expires: Option<String>,
+    },
+    /// Revoke a token by its id or name: it stops working at the next request.
+    Revoke { token: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -17,6 +17,7 @@ mod reads;
 mod reserve;
 mod revise;
 mod send;
+mod tokens;
 mod typos;
 mod views;
 mod wait;
@@ -38,6 +39,7 @@ pub use reserve::{
 };
 pub use revise::{CancelReport, EditOutcome, EditPatch, EditReport, OutboxEntry};
 pub use send::{Draft, MAX_RECIPIENTS, Sent};
+pub use tokens::Issued;
 pub use views::Activity;
 pub use wait::{Cancel, WaitFor, Waited, Watched};
 

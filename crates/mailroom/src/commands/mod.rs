@@ -14,6 +14,7 @@ mod role;
 mod send;
 mod serve;
 pub(crate) mod setup;
+mod token;
 mod wait;
 mod whoami;
 
@@ -130,6 +131,7 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
         Command::Doctor { fix } => doctor::doctor(ctx, fix),
         Command::Export { to } => export::export(ctx, &to),
         Command::Role { address, name } => role::role(ctx, &address, name.as_deref()),
+        Command::Token { action } => token::token(ctx, action),
         Command::Demo => demo::run(),
         Command::Mcp { tools, as_any } => mcp::mcp(ctx, tools, as_any),
         Command::Hook { .. } | Command::Setup(_) => Ok(()),
@@ -176,6 +178,7 @@ fn reads_only(command: &Command) -> Reads {
         | Command::Doctor { .. }
         | Command::Export { .. }
         | Command::Role { .. }
+        | Command::Token { action: None | Some(crate::cli::TokenAction::List | crate::cli::TokenAction::Revoke { .. }) }
         // An agent may wait for its first mail before anyone sent any: it says there is no
         // home yet, waits, and creates none.
         | Command::Wait { .. }

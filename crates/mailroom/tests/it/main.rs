@@ -30,4 +30,5 @@ mod serve;
 mod setup;
 mod support;
 mod terminal;
+mod tokens;
 mod wait;

@@ -1965,12 +1965,14 @@ fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
         "channels",
         "entries",
         "seen",
+        "tokens",
         "app_notes",
     ];
     let mut rows: Vec<(String, String)> = Vec::new();
-    // Every table × every statement: what is not the role's to do at all.
+    // Every table × every statement: what is not the role's to do at all. Tokens, even the
+    // hashes, are the operator's alone.
     for t in tables {
-        let readable = t != "app_notes";
+        let readable = !["app_notes", "tokens"].contains(&t);
         rows.push((
             format!("SELECT count(*) FROM {t}"),
             if readable { "rows" } else { "refused" }.into(),
