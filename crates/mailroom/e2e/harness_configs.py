@@ -12,7 +12,7 @@ report no invalid settings; `--uninstall` must give back the original bytes.
             `claude doctor` (its "Invalid settings" section must not name our files)
   codex:    `codex mcp list --json`, and the `hooks/list` request of `codex app-server`
   gemini:   `gemini mcp list` (starts the server: Connected)
-  opencode: `opencode debug config --pure`
+  opencode: `opencode debug config --pure`, also after `setup opencode --launcher npx`
 
 Cursor has no CLI that can be installed here; its shapes are pinned from its documentation by
 the Rust tests.
@@ -89,20 +89,21 @@ class Machine:
         return r
 
 
-def roundtrip(m, harness, validate, *, rewritten=()):
+def roundtrip(m, harness, validate, *, rewritten=(), flags=()):
     """setup at both scopes, validate, a second run changes nothing, uninstall restores.
 
     The harness's own runs leave files of theirs (logs, caches, state); they are not ours.
     `rewritten` names files the harness itself rewrites when it runs (Claude Code's
-    ~/.claude.json): they must merely hold nothing of mailroom's afterwards."""
+    ~/.claude.json): they must merely hold nothing of mailroom's afterwards. `flags` go to
+    every setup run (`--launcher npx`)."""
     before = m.snapshot()
-    print(m.setup(harness).stdout)
-    m.setup(harness, "--user")
+    print(m.setup(harness, *flags).stdout)
+    m.setup(harness, "--user", *flags)
     validate()
-    again = m.run("mailroom", "setup", harness)
+    again = m.run("mailroom", "setup", harness, *flags)
     check("nothing to change" in again.stdout, f"{harness}: second run changes nothing")
-    m.setup(harness, "--uninstall")
-    m.setup(harness, "--user", "--uninstall")
+    m.setup(harness, "--uninstall", *flags)
+    m.setup(harness, "--user", "--uninstall", *flags)
     after = m.snapshot()
     changed = [p for p, b in before.items() if after.get(p) != b and p not in rewritten]
     check(not changed, f"{harness}: --uninstall restores the original bytes {changed}")
@@ -253,8 +254,26 @@ def opencode():
         roundtrip(m, "opencode", validate)
 
 
+def opencode_npx():
+    """`--launcher npx`: OpenCode reads the server as `npx -y mailroom-cli mcp` (not started)."""
+    with tempfile.TemporaryDirectory(prefix="mailroom-setup-opencode-npx-") as tmp:
+        m = Machine(tmp)
+
+        def validate():
+            r = m.run(str(BIN_DIR / "opencode"), "debug", "config", "--pure")
+            try:
+                cfg = json.loads(r.stdout)
+            except ValueError:
+                cfg = {}
+            want = {"type": "local", "command": ["npx", "-y", "mailroom-cli", "mcp"], "enabled": True}
+            check(cfg.get("mcp", {}).get("mailroom") == want,
+                  f"opencode debug config (--launcher npx): mcp\n{r.stdout[:2000]}{r.stderr[:2000]}")
+
+        roundtrip(m, "opencode", validate, flags=("--launcher", "npx"))
+
+
 only = [h for h in os.environ.get("HARNESS_CONFIGS_ONLY", "").split(",") if h]
-for harness in (claude, codex, codex_toml, gemini, opencode):
+for harness in (claude, codex, codex_toml, gemini, opencode, opencode_npx):
     if not only or harness.__name__ in only:
         harness()
 if failures:

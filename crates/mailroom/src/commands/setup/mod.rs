@@ -590,3 +590,35 @@ fn scope(cli: &Cli, args: &SetupArgs) -> Result<Scope> {
         .into()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Setup knows its hooks again however they start mailroom, and only with exactly the
+    /// launcher's words: another package run through the same runner is not mailroom's.
+    #[test]
+    fn a_hook_is_ours_through_a_launcher_only_with_its_exact_words() {
+        let Some(claude) = harness::parse("claude") else {
+            panic!("no claude harness");
+        };
+        for ours in [
+            "mailroom hook claude Stop",
+            "/opt/my\\ tools/mailroom --as a@web hook claude Stop",
+            "uvx --from mailroom-cli mailroom hook claude Stop",
+            "npx -y mailroom-cli --home /m hook claude Stop",
+        ] {
+            assert!(is_ours(ours, claude), "{ours}");
+        }
+        for not in [
+            "uvx mailroom-cli hook claude Stop",
+            "uvx --from other-cli mailroom hook claude Stop",
+            "npx mailroom-cli hook claude Stop",
+            "npx -y other-cli hook claude Stop",
+            "npx -y mailroom-cli hook gemini AfterAgent",
+            "/usr/bin/uvx --from mailroom-cli mailroom hook claude Stop",
+        ] {
+            assert!(!is_ours(not, claude), "{not}");
+        }
+    }
+}
