@@ -389,6 +389,19 @@ pub fn resolution_json(name: &str, r: &Resolution) -> Value {
     })
 }
 
+/// One file reservation (`reserve`, `reservations`, `check`; MCP's `*_files` tools).
+pub fn lease_json(l: &mailroom_core::Lease) -> Value {
+    json!({
+        "id": l.id.to_string(),
+        "holder": l.holder.to_string(),
+        "pattern": l.pattern,
+        "exclusive": l.exclusive,
+        "reason": l.reason,
+        "since": l.since.to_string(),
+        "until": l.until.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use mailroom_core::message::ChannelRef;

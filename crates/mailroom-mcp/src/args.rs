@@ -400,3 +400,50 @@ pub struct WaitMail {
     pub timeout_seconds: Option<f64>,
 }
 }
+
+acting_member! {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReserveFiles {
+    /// Repository-relative globs (`src/api/**`, `docs/*.md`, `src/api` for everything below
+    /// it); at most 100; braces are refused.
+    pub paths: Vec<String>,
+    /// How long the lease lasts, in seconds: 60 to 86400 (default 7200). Reserving the same
+    /// pattern again renews it.
+    pub ttl_seconds: Option<u64>,
+    /// A shared lease conflicts only with exclusive ones (default: exclusive).
+    #[serde(default)]
+    pub shared: bool,
+    /// Why, one line: shown to whoever meets the lease.
+    pub reason: Option<String>,
+}
+}
+
+acting_member! {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseFiles {
+    /// The lease to release by its whole id; or leave it out and name paths or all.
+    pub id: Option<String>,
+    /// Your leases on these patterns (the operator: anyone's).
+    pub paths: Option<Vec<String>>,
+    /// Every lease of yours.
+    #[serde(default)]
+    pub all: bool,
+}
+}
+
+acting_member! {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListReservations {}
+}
+
+acting_member! {
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckFiles {
+    /// Repository-relative paths you are about to edit.
+    pub paths: Vec<String>,
+}
+}

@@ -108,6 +108,10 @@ async fn tools_list_in_a_fixed_order_with_annotations_and_object_schemas() {
             "channel_read",
             "search_mail",
             "wait_mail",
+            "reserve_files",
+            "release_files",
+            "list_reservations",
+            "check_files",
         ]
     );
     let read_only: Vec<&str> = tools
@@ -126,6 +130,8 @@ async fn tools_list_in_a_fixed_order_with_annotations_and_object_schemas() {
             "get_outbox",
             "search_mail",
             "wait_mail",
+            "list_reservations",
+            "check_files",
         ]
     );
     let destructive: Vec<&str> = tools
@@ -133,7 +139,10 @@ async fn tools_list_in_a_fixed_order_with_annotations_and_object_schemas() {
         .filter(|t| t.annotations.as_ref().unwrap().destructive_hint == Some(true))
         .map(|t| t.name.as_ref())
         .collect();
-    assert_eq!(destructive, ["cancel_mail", "retract_broadcast"]);
+    assert_eq!(
+        destructive,
+        ["cancel_mail", "retract_broadcast", "release_files"]
+    );
     for t in &tools {
         assert_eq!(t.input_schema["type"], "object", "{}", t.name);
         assert_eq!(
@@ -1368,4 +1377,67 @@ async fn init_mail_on_a_members_server_needs_no_identity_fields() {
     assert_eq!(v["member"]["handle"], "bob", "{v}");
     let said = refused(&human, "init_mail", json!({"role": "x"}), "invalid", 2).await;
     assert!(said.contains("needs project_handle and handle"), "{said}");
+}
+
+/// File reservations over MCP: the same rules as the CLI, refusals as tool errors with kind
+/// and exit code.
+#[tokio::test]
+async fn file_reservations_through_the_four_tools() {
+    let home = tempfile::tempdir().unwrap();
+    let alice = connect(home.path(), Some("alice@web"), ToolSet::All).await;
+    let bob = connect(home.path(), Some("bob@web"), ToolSet::All).await;
+    let v = ok(
+        &alice,
+        "reserve_files",
+        json!({"paths": ["src/api/**"], "reason": "moving the users endpoint", "ttl_seconds": 1800}),
+    )
+    .await;
+    let id = v["reserved"][0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(v["reserved"][0]["holder"], "alice@web");
+    let m = refused(
+        &bob,
+        "reserve_files",
+        json!({"paths": ["src/api/x.rs"]}),
+        "refused",
+        4,
+    )
+    .await;
+    assert!(
+        m.contains("alice@web") && m.contains("moving the users endpoint"),
+        "{m}"
+    );
+    refused(
+        &bob,
+        "reserve_files",
+        json!({"paths": ["x"], "ttl_seconds": 5}),
+        "invalid",
+        2,
+    )
+    .await;
+    let v = ok(
+        &bob,
+        "check_files",
+        json!({"paths": ["src/api/x.rs", "README.md"]}),
+    )
+    .await;
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["blocked"].as_array().unwrap().len(), 1);
+    assert_eq!(v["blocked"][0]["lease"]["id"], id.as_str());
+    let v = ok(&alice, "check_files", json!({"paths": ["src/api/x.rs"]})).await;
+    assert_eq!(v["ok"], true);
+    let v = ok(&bob, "list_reservations", json!({})).await;
+    assert_eq!(v["reservations"].as_array().unwrap().len(), 1);
+    refused(&bob, "release_files", json!({"id": id}), "refused", 4).await;
+    refused(
+        &bob,
+        "release_files",
+        json!({"id": id, "all": true}),
+        "invalid",
+        2,
+    )
+    .await;
+    let v = ok(&alice, "release_files", json!({"paths": ["src/api/**"]})).await;
+    assert_eq!(v["released"][0]["id"], id.as_str());
+    let v = ok(&bob, "list_reservations", json!({})).await;
+    assert_eq!(v["reservations"], json!([]));
 }

@@ -205,3 +205,37 @@ pub(super) fn init_out() -> Value {
 pub(super) fn retract_out() -> Value {
     with_error(json!({"message": message_schema()}))
 }
+
+fn lease_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "id": {"type": "string"},
+        "holder": {"type": "string", "description": "handle@project"},
+        "pattern": {"type": "string"},
+        "exclusive": {"type": "boolean"},
+        "reason": {"type": ["string", "null"]},
+        "since": {"type": "string", "description": "RFC 3339"},
+        "until": {"type": "string", "description": "RFC 3339: the lease ends by itself then"},
+    }, "required": ["id", "holder", "pattern", "exclusive", "since", "until"]})
+}
+
+pub(super) fn leases_out() -> Value {
+    with_error(json!({
+        "project": {"type": "string"},
+        "reserved": {"type": "array", "items": lease_schema()},
+        "released": {"type": "array", "items": lease_schema()},
+        "reservations": {"type": "array", "items": lease_schema()},
+        "notice": {"type": "string"},
+    }))
+}
+
+pub(super) fn check_out() -> Value {
+    with_error(json!({
+        "project": {"type": "string"},
+        "ok": {"type": "boolean", "description": "true: no other agent's exclusive lease covers any path"},
+        "blocked": {"type": "array", "items": {"type": "object", "properties": {
+            "path": {"type": "string"},
+            "lease": lease_schema(),
+        }, "required": ["path", "lease"]}},
+        "notice": {"type": "string"},
+    }))
+}

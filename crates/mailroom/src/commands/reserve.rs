@@ -12,17 +12,7 @@ use serde_json::{Value, json};
 use crate::context::Ctx;
 use crate::output::{self, table};
 
-pub fn lease_json(l: &Lease) -> Value {
-    json!({
-        "id": l.id.to_string(),
-        "holder": l.holder.to_string(),
-        "pattern": l.pattern,
-        "exclusive": l.exclusive,
-        "reason": l.reason,
-        "since": l.since.to_string(),
-        "until": l.until.to_string(),
-    })
-}
+use mailroom_json::lease_json;
 
 fn mode(l: &Lease) -> &'static str {
     if l.exclusive { "exclusive" } else { "shared" }

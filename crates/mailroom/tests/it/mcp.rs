@@ -371,7 +371,7 @@ fn the_plugin_mcp_json_starts_the_server_with_every_tool() {
     let list = mcp.request(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
     assert_eq!(
         list["result"]["tools"].as_array().unwrap().len(),
-        21,
+        25,
         "{list}"
     );
     assert_eq!(mcp.finish(), 0);
