@@ -28,6 +28,7 @@
 //! the core (`sent_at`, `read_archiving`, `join` in `ops/m_ai_l.rs`).
 
 mod args;
+pub mod http;
 mod server;
 mod tools;
 mod transport;

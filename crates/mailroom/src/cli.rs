@@ -232,6 +232,17 @@ pub enum Command {
         /// identity.
         #[arg(long)]
         as_any: bool,
+        /// Serve over MCP Streamable HTTP at http://IP:PORT/mcp instead of stdio; every request
+        /// needs `Authorization: Bearer TOKEN` (see `token`), and acts as the token's identity.
+        #[arg(long, value_name = "IP:PORT")]
+        listen: Option<std::net::SocketAddr>,
+        /// With --listen: allow an address other than loopback.
+        #[arg(long, requires = "listen")]
+        expose: bool,
+        /// With --listen --expose: serve a non-loopback address over plain HTTP (no TLS yet),
+        /// where anyone on the path can read the tokens.
+        #[arg(long, requires = "listen")]
+        insecure_http: bool,
     },
     /// Serve the operator's console, a web page acting as HUMAN, on loopback (see README).
     Serve {

@@ -50,3 +50,75 @@ pub fn mcp(ctx: &mut Ctx, tools: ToolsArg, as_any: bool) -> Result<()> {
     };
     mailroom_mcp::serve_stdio(server).map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))
 }
+
+/// `mcp --listen IP:PORT`: the same tools over MCP Streamable HTTP at `/mcp`, each request
+/// acting as the identity of the bearer token it carries, exactly as `--as ADDRESS mcp` acts.
+pub fn mcp_http(
+    ctx: &mut Ctx,
+    tools: ToolsArg,
+    as_any: bool,
+    listen: std::net::SocketAddr,
+    expose: bool,
+    insecure_http: bool,
+) -> Result<()> {
+    if as_any || ctx.inputs.flag_as.is_some() {
+        return Err(Error::Invalid(
+            "--listen acts as each request's token, not as --as or --as-any: leave those out (token add ADDRESS gives an agent its identity)".into(),
+        )
+        .into());
+    }
+    if !listen.ip().is_loopback() {
+        if !expose {
+            return Err(Error::Invalid(format!(
+                "{listen} is not a loopback address: the server listens on 127.0.0.1 unless you pass --expose as well"
+            ))
+            .into());
+        }
+        if !insecure_http {
+            return Err(Error::Invalid(format!(
+                "{listen} is beyond this machine and this server has no TLS yet: pass --insecure-http to send tokens and mail unencrypted anyway, or put a TLS proxy in front of a loopback server"
+            ))
+            .into());
+        }
+    }
+    let (store, _) = ctx.store.shared();
+    let mr = Mailroom::shared(store);
+    let set = match tools {
+        ToolsArg::All => ToolSet::All,
+        ToolsArg::Lifecycle => ToolSet::Lifecycle,
+    };
+    let check = mr.clone();
+    let authenticate = std::sync::Arc::new(move |secret: &str| {
+        check
+            .authenticate(secret)
+            .map(|t| t.map(|t| t.address))
+            .map_err(|e| e.to_string())
+    });
+    let server_for = std::sync::Arc::new(move |address: &mailroom_core::Address| {
+        Server::new(
+            Tools {
+                mr: mr.clone(),
+                identity: Some(address.clone()),
+            },
+            set,
+        )
+    });
+    let home = ctx.store.describe();
+    mailroom_mcp::http::run(listen, authenticate, server_for, |bound| {
+        {
+            // The address is for whoever reads stdout; when nobody does, the server still serves.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stdout(), "http://{bound}/mcp");
+            let _ = std::io::stdout().flush();
+        }
+        crate::errln!(
+            "mailroom MCP over HTTP for {home}: each request acts as its bearer token's identity; Ctrl-C stops it"
+        );
+        if !bound.ip().is_loopback() {
+            crate::errln!(
+                "warning: listening on {bound} over plain HTTP: tokens and mail cross the network unencrypted"
+            );
+        }
+    })
+    .map_err(|e| anyhow::anyhow!("cannot serve MCP on {listen}: {e}"))
+}

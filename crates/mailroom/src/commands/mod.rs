@@ -133,7 +133,14 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
         Command::Role { address, name } => role::role(ctx, &address, name.as_deref()),
         Command::Token { action } => token::token(ctx, action),
         Command::Demo => demo::run(),
-        Command::Mcp { tools, as_any } => mcp::mcp(ctx, tools, as_any),
+        Command::Mcp {
+            tools,
+            as_any,
+            listen: Some(listen),
+            expose,
+            insecure_http,
+        } => mcp::mcp_http(ctx, tools, as_any, listen, expose, insecure_http),
+        Command::Mcp { tools, as_any, .. } => mcp::mcp(ctx, tools, as_any),
         Command::Hook { .. } | Command::Setup(_) => Ok(()),
         Command::Serve {
             listen,

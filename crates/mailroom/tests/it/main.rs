@@ -20,6 +20,7 @@ mod import;
 mod inbox;
 mod lifecycle;
 mod mcp;
+mod mcp_http;
 mod postgres;
 mod readers;
 mod reserve;
