@@ -87,11 +87,11 @@ async def run(home):
             alice, bob = Agent(a_s, "alice"), Agent(b_s, "bob")
             tools = await alice.list()
             await bob.list()
-            check("21 tools", len(tools) == 21, [t.name for t in tools])
+            check("25 tools", len(tools) == 25, [t.name for t in tools])
             check("read_mail first", tools[0].name == "read_mail")
             check(
                 "annotations",
-                [t.name for t in tools if t.annotations.destructive_hint] == ["cancel_mail", "retract_broadcast"],
+                [t.name for t in tools if t.annotations.destructive_hint] == ["cancel_mail", "retract_broadcast", "release_files"],
             )
 
             # write, read that archives, recover
@@ -143,6 +143,9 @@ async def run(home):
                 ("get_outbox", {}), ("handover_self", {"body": "resume"}), ("mark_done", {"ids": [reply["id"]]}),
                 ("retract_broadcast", {"id": b["id"]}), ("archive_mail", {}),
                 ("init_mail", {"project_handle": "side", "handle": "alice", "role": "x"}),
+                ("reserve_files", {"paths": ["src/api/**"], "reason": "refactor"}),
+                ("check_files", {"paths": ["src/api/routes.rs"]}), ("list_reservations", {}),
+                ("release_files", {"all": True}),
             ]:
                 # alice acts as alice@web: joining another project as alice@side is refused.
                 await alice.call(tool, args, expect_error=tool == "init_mail")

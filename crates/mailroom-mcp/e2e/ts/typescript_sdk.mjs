@@ -143,12 +143,12 @@ async function story(alice, bob) {
   const tools = await alice.list();
   await bob.list();
   const names = tools.map((t) => t.name);
-  check("21 tools", tools.length === 21, names);
+  check("25 tools", tools.length === 25, names);
   check("read_mail first", names[0] === "read_mail", names);
   check(
     "annotations: destructive",
     JSON.stringify(tools.filter((t) => t.annotations?.destructiveHint).map((t) => t.name)) ===
-      JSON.stringify(["cancel_mail", "retract_broadcast"]),
+      JSON.stringify(["cancel_mail", "retract_broadcast", "release_files"]),
     tools.map((t) => [t.name, t.annotations]),
   );
   const readOnly = tools.filter((t) => t.annotations?.readOnlyHint).map((t) => t.name);
@@ -216,6 +216,10 @@ async function story(alice, bob) {
     ["retract_broadcast", { id: b.id }],
     ["archive_mail", {}],
     ["init_mail", { project_handle: "side", handle: "alice", role: "x" }],
+    ["reserve_files", { paths: ["src/api/**"], reason: "refactor" }],
+    ["check_files", { paths: ["src/api/routes.rs"] }],
+    ["list_reservations", {}],
+    ["release_files", { all: true }],
   ]) {
     // alice acts as alice@web: joining another project as alice@side is refused.
     await alice.call(tool, args, tool === "init_mail");
@@ -252,7 +256,7 @@ async function olderRevision(home, version) {
     await transport.send({ jsonrpc: "2.0", method: "notifications/initialized" });
     await transport.send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
     const list = await answer(2);
-    check(`revision ${version} lists the tools`, list.result?.tools?.length === 21, list);
+    check(`revision ${version} lists the tools`, list.result?.tools?.length === 25, list);
   } finally {
     await transport.close();
   }
