@@ -1,6 +1,9 @@
 """mailroom's MCP server through a real harness: Claude Code 2.1.332 (pinned in
 claude/package.json and claude/package-lock.json, installed by scripts/test with `npm ci`), run
-headless (`claude -p`) in a scratch git project whose `.mcp.json` starts `mailroom mcp`.
+headless (`claude -p`) in a scratch git project whose `.mcp.json` starts `mailroom mcp`; with
+--http, whose `.mcp.json` names a running `mailroom mcp --listen 127.0.0.1:0` instead
+(`"type": "http"`, its URL, and `"Authorization": "Bearer ${MAILROOM_TOKEN}"` in `headers`: the
+token from `token add` is only in the harness's environment, never in the file).
 
 The model is a stand-in: a small HTTP server here on 127.0.0.1 (ANTHROPIC_BASE_URL) that logs
 every request and answers `POST /v1/messages` from a script: first a tool_use of
@@ -13,11 +16,13 @@ the mail), the mail on disk through the mailroom CLI on the same home, and that 
 to leave the machine. Everything is bounded by a timeout; the harness and the stub are stopped
 at the end. One line of summary; exit status 1 on any failure.
 
-Usage: python3 claude_code.py PATH/TO/mailroom PATH/TO/claude
+Usage: python3 claude_code.py PATH/TO/mailroom PATH/TO/claude [--http]
 """
 
 import json
 import os
+import re
+import select
 import shutil
 import signal
 import subprocess
@@ -30,6 +35,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 VERSION = "2.1.332"  # as claude/package.json pins it; the run checks the two agree
 TIMEOUT = 120  # seconds for the whole harness run
 MAILROOM, CLAUDE = sys.argv[1], sys.argv[2]
+HTTP = sys.argv[3:] == ["--http"]
+if sys.argv[3:] not in ([], ["--http"]):
+    sys.exit("usage: python3 claude_code.py PATH/TO/mailroom PATH/TO/claude [--http]")
 WRITE, READ = "mcp__mailroom__write_mail", "mcp__mailroom__read_mail"
 WRITE_ID, READ_ID = "toolu_mailroom_write_01", "toolu_mailroom_read_01"
 SUBJECT, BODY = "harness check", "Written by Claude Code through mailroom mcp."
@@ -153,11 +161,36 @@ class Stub(BaseHTTPRequestHandler):
 # ---- the run ----
 
 
-def mailroom(home, *args):
-    r = subprocess.run([MAILROOM, "--home", home, "--as", "alice@web", "--json", *args],
+def mailroom(home, *args, who="alice@web"):
+    r = subprocess.run([MAILROOM, "--home", home, "--as", who, "--json", *args],
                        capture_output=True, text=True, timeout=30)
     check(f"mailroom {' '.join(args)} exits 0", r.returncode == 0, r.stderr)
     return json.loads(r.stdout or "null")
+
+
+over = " over HTTP" if HTTP else ""
+
+
+def listen(home, work):
+    """Starts `mailroom mcp --listen 127.0.0.1:0` on `home`: the process and the URL it prints first."""
+    stderr = open(os.path.join(work, "mcp-listen.stderr"), "w")
+    server = subprocess.Popen([MAILROOM, "--home", home, "mcp", "--listen", "127.0.0.1:0"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
+    ready, _, _ = select.select([server.stdout], [], [], 30)
+    url = server.stdout.readline().decode().strip() if ready else ""
+    check("mcp --listen prints its URL first", re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*/mcp", url), url)
+    return server, url
+
+
+def stop(server):
+    """Stops the server as Ctrl-C does: it exits 0."""
+    server.terminate()
+    try:
+        code = server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        code = server.wait()
+    check("mcp --listen exits 0 on SIGTERM", code == 0, code)
 
 
 def main():
@@ -169,12 +202,12 @@ def main():
         check("the test runs to its end", False, repr(e))
     took = time.monotonic() - began
     if failures:
-        print(f"claude-code e2e: FAIL ({len(failures)} checks) in {took:.1f} s; "
+        print(f"claude-code e2e{over}: FAIL ({len(failures)} checks) in {took:.1f} s; "
               f"files kept in {work}")
         sys.exit(1)
     shutil.rmtree(work, ignore_errors=True)
-    print(f"claude-code e2e: ok, Claude Code {VERSION} called write_mail and read_mail "
-          f"through mailroom mcp and got their results, in {took:.1f} s")
+    print(f"claude-code e2e{over}: ok, Claude Code {VERSION} called write_mail and read_mail "
+          f"through mailroom mcp{over} and got their results, in {took:.1f} s")
 
 
 def run(work):
@@ -183,10 +216,18 @@ def run(work):
         os.makedirs(d)
     log = os.path.join(work, "requests.jsonl")
     open(log, "w").close()
+    server, token = None, None
+    if HTTP:
+        token = mailroom(home, "token", "add", "alice@web", who="HUMAN")["token"]
+        server, url = listen(home, work)
+        entry = {"type": "http", "url": url, "headers": {"Authorization": "Bearer ${MAILROOM_TOKEN}"}}
+    else:
+        entry = {"command": MAILROOM, "args": ["mcp"], "env": {"MAILROOM_HOME": home, "MAILROOM_AS": "alice@web"}}
     with open(os.path.join(project, ".mcp.json"), "w") as f:
-        json.dump({"mcpServers": {"mailroom": {
-            "command": MAILROOM, "args": ["mcp"],
-            "env": {"MAILROOM_HOME": home, "MAILROOM_AS": "alice@web"}}}}, f, indent=2)
+        json.dump({"mcpServers": {"mailroom": entry}}, f, indent=2)
+    if token is not None:
+        with open(os.path.join(project, ".mcp.json")) as f:
+            check("the token is not in .mcp.json", token not in f.read())
 
     Stub.log_path = log
     stub = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
@@ -212,6 +253,8 @@ def run(work):
         # Offer the MCP tools to the model directly rather than behind ToolSearch.
         "ENABLE_TOOL_SEARCH": "false",
     }
+    if token is not None:
+        env["MAILROOM_TOKEN"] = token
     cmd = [CLAUDE, "-p", "Leave yourself a note in mailroom, then read your mail.",
            "--output-format", "stream-json", "--verbose",
            # As root --dangerously-skip-permissions is refused: allow just the two tools, deny the rest.
@@ -232,6 +275,8 @@ def run(work):
             pass
         stub.shutdown()
         stub.server_close()
+        if server is not None:
+            stop(server)
     check("claude exits 0", proc.returncode == 0, f"exit {proc.returncode}: {err[-2000:]}")
 
     events = []

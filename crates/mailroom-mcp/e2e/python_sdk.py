@@ -1,21 +1,38 @@
 """mailroom's MCP server driven by the official Python SDK (pinned in requirements.txt): list the
-tools, validate every structured result against its tool's output schema, and play a
-conversation between two agents through two server processes on one home.
+tools, call every one, validate every structured result against its tool's output schema, and
+play a conversation between two agents.
 
-Usage: python python_sdk.py PATH/TO/mailroom
+Over stdio (the default) each agent is a server process of its own on one home. With --http, one
+`mailroom mcp --listen 127.0.0.1:0` serves both through the SDK's `streamable_http_client`, each
+agent with its own bearer token (`token add`); then a missing, wrong and revoked token are each
+refused (401 with `WWW-Authenticate: Bearer`) while the other agent is served throughout.
+
+Usage: python python_sdk.py PATH/TO/mailroom [--http]
 """
 
 import asyncio
+import contextlib
 import importlib.metadata
+import json
 import os
+import re
+import select
+import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.request
 
 import jsonschema
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
-BIN = sys.argv[1]
+BIN = os.path.abspath(sys.argv[1])
+HTTP = sys.argv[2:] == ["--http"]
+if sys.argv[2:] not in ([], ["--http"]):
+    sys.exit("usage: python python_sdk.py PATH/TO/mailroom [--http]")
 passed = 0
 failed = 0
 protocol = "none"
@@ -38,6 +55,7 @@ class Agent:
         self.who = who
         self.schemas = {}
         self.inputs = {}
+        self.called = set()
 
     async def list(self):
         tools = (await self.session.list_tools()).tools
@@ -51,6 +69,7 @@ class Agent:
         return tools
 
     async def call(self, tool, args, expect_error=False):
+        self.called.add(tool)
         if not expect_error and tool in self.inputs:
             # The calls that succeed are calls a schema-checking client would send.
             try:
@@ -72,15 +91,124 @@ class Agent:
         return s, "".join(c.text for c in r.content if getattr(c, "text", None))
 
 
-async def run(home):
+class Stdio:
+    """Each agent a server process of its own acting as it (`--as ADDRESS mcp`), on one home."""
+
+    name = "stdio"
+
+    def __init__(self, home):
+        self.env = dict(os.environ, MAILROOM_HOME=home)
+        self.env.pop("MAILROOM_AS", None)
+        self.home = home
+
+    def transport(self, who):
+        return stdio_client(StdioServerParameters(command=BIN, args=["--as", who, "mcp"], env=self.env, cwd=self.home))
+
+    def close(self):
+        pass
+
+
+class Http(Stdio):
+    """One `mcp --listen` server; each agent sends a bearer token of its own."""
+
+    name = "streamable HTTP"
+
+    def __init__(self, home):
+        super().__init__(home)
+        self.tokens = {}
+        self.stderr = tempfile.TemporaryFile()
+        self.server = subprocess.Popen([BIN, "mcp", "--listen", "127.0.0.1:0"], env=self.env, cwd=home,
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr)
+        # Its first line is the URL it serves; bounded, in case it never comes.
+        ready, _, _ = select.select([self.server.stdout], [], [], 30)
+        first = self.server.stdout.readline().decode().strip() if ready else ""
+        check("mcp --listen prints its URL first", re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*/mcp", first), first)
+        self.url = first
+
+    def mailroom(self, *args):
+        r = subprocess.run([BIN, *args], env=self.env, cwd=self.home, capture_output=True, text=True, timeout=30)
+        check(f"mailroom {' '.join(args)} exits 0", r.returncode == 0, r.stderr)
+        return r.stdout
+
+    def token(self, who):
+        if who not in self.tokens:
+            issued = json.loads(self.mailroom("--as", "HUMAN", "--json", "token", "add", who, "--name", who.split("@")[0]))
+            check(f"token add {who} gives a token for {who}", issued.get("address") == who, issued)
+            self.tokens[who] = issued["token"]
+        return self.tokens[who]
+
+    def transport(self, who):
+        return self.transport_with(self.token(who))
+
+    @contextlib.asynccontextmanager
+    async def transport_with(self, token):
+        """The SDK's transport sending `token` (none when None), as a harness's HTTP config does."""
+        headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+        async with create_mcp_http_client(headers=headers) as client:
+            async with streamable_http_client(self.url, http_client=client) as (r, w):
+                yield r, w
+
+    def raw(self, token):
+        """A raw initialize, as a client that is not the SDK sends it: (status, headers)."""
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}})
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        request = urllib.request.Request(self.url, data=body.encode(), headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as r:
+                return r.status, r.headers
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers
+
+    def close(self):
+        """Stops the server as Ctrl-C does: it ends its open requests and exits 0."""
+        self.server.terminate()
+        try:
+            code = self.server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.server.kill()
+            code = self.server.wait()
+        self.stderr.seek(0)
+        check("mcp --listen exits 0 on SIGTERM", code == 0, (code, self.stderr.read().decode(errors="replace")))
+
+
+async def refused(mode, what, token):
+    """A client with `token` cannot even initialize; a raw request sees 401 and its scheme."""
+    error = None
+    async with mode.transport_with(token) as (r, w), ClientSession(r, w) as s:
+        try:
+            await asyncio.wait_for(s.initialize(), 30)
+        except (MCPError, asyncio.TimeoutError) as e:
+            error = e
+    # The SDK reports any 4xx without a JSON-RPC body as a generic error: the status is checked raw.
+    check(f"{what}: the SDK's initialize fails", isinstance(error, MCPError), repr(error))
+    status, headers = mode.raw(token)
+    check(f"{what}: 401 with WWW-Authenticate: Bearer", status == 401 and
+          (headers.get("WWW-Authenticate") or "").lower().startswith("bearer"), (status, dict(headers)))
+
+
+async def tokens(mode, alice, bob):
+    """Over HTTP each request needs a live token, and acts as its identity alone."""
+    await refused(mode, "no token", None)
+    await refused(mode, "a wrong token", "mailroom_not-a-token")
+    # Revoked: bob's next request is refused, without a restart; alice is served throughout.
+    mode.mailroom("--as", "HUMAN", "token", "revoke", "bob")
+    try:
+        await asyncio.wait_for(bob.session.call_tool("get_projects", {}), 30)
+        error = None
+    except (MCPError, asyncio.TimeoutError) as e:
+        error = e
+    check("a revoked token: the next call fails", isinstance(error, MCPError), repr(error))
+    check("a revoked token: 401", mode.raw(mode.tokens["bob@web"])[0] == 401)
+    s, _ = await alice.call("get_projects", {})
+    check("alice is served after bob's token is revoked", len(s.get("projects", [])) >= 1, s)
+
+
+async def run(mode):
     global protocol
-    env = dict(os.environ, MAILROOM_HOME=home)
-    env.pop("MAILROOM_AS", None)
-
-    def params(who):
-        return StdioServerParameters(command=BIN, args=["--as", who, "mcp"], env=env, cwd=home)
-
-    async with stdio_client(params("alice@web")) as (ar, aw), stdio_client(params("bob@web")) as (br, bw):
+    async with mode.transport("alice@web") as (ar, aw), mode.transport("bob@web") as (br, bw):
         async with ClientSession(ar, aw) as a_s, ClientSession(br, bw) as b_s:
             protocol = (await a_s.initialize()).protocol_version
             await b_s.initialize()
@@ -114,14 +242,14 @@ async def run(home):
             s, _ = await alice.call("edit_mail", {"recipient": "bob", "timestamp": stamp, "subject": "schema", "new_body": "v2"})
             check("correction after read", s["outcomes"][0]["outcome"] == "correction", s)
 
-            # a wait in alice's server woken by bob's reply through his own server
+            # a wait of alice's woken by bob's reply (over stdio, through another server process)
             s, _ = await bob.call("read_mail", {"no_archive": True})
             correction = s["messages"][0]["id"]
             waiting = asyncio.create_task(alice.call("wait_mail", {"reply_to": correction, "timeout_seconds": 30}))
             await asyncio.sleep(0.3)
             reply, _ = await bob.call("reply_mail", {"id": correction, "body": "looks good"})
             s, text = await waiting
-            check("wait woken by the other server", s["messages"][0]["id"] == reply["id"], s)
+            check("wait woken by the other agent's write", s["messages"][0]["id"] == reply["id"], s)
             check("wait changes nothing", s["messages"][0]["state"] == "unread", s)
 
             # broadcast, channel, search, refusals
@@ -149,9 +277,17 @@ async def run(home):
             ]:
                 # alice acts as alice@web: joining another project as alice@side is refused.
                 await alice.call(tool, args, expect_error=tool == "init_mail")
+            called = alice.called | bob.called
+            check("every tool called", all(t.name in called for t in tools), [t.name for t in tools if t.name not in called])
+            if HTTP:
+                await tokens(mode, alice, bob)
 
 
 with tempfile.TemporaryDirectory() as home:
-    asyncio.run(run(home))
-print(f"python-sdk {importlib.metadata.version('mcp')}, protocol {protocol}: {passed} passed, {failed} failed")
+    mode = Http(home) if HTTP else Stdio(home)
+    try:
+        asyncio.run(run(mode))
+    finally:
+        mode.close()
+print(f"python-sdk {importlib.metadata.version('mcp')} over {mode.name}, protocol {protocol}: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
