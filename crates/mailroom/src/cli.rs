@@ -232,17 +232,8 @@ pub enum Command {
         /// identity.
         #[arg(long)]
         as_any: bool,
-        /// Serve over MCP Streamable HTTP at http://IP:PORT/mcp instead of stdio; every request
-        /// needs `Authorization: Bearer TOKEN` (see `token`), and acts as the token's identity.
-        #[arg(long, value_name = "IP:PORT")]
-        listen: Option<std::net::SocketAddr>,
-        /// With --listen: allow an address other than loopback.
-        #[arg(long, requires = "listen")]
-        expose: bool,
-        /// With --listen --expose: serve a non-loopback address over plain HTTP (no TLS yet),
-        /// where anyone on the path can read the tokens.
-        #[arg(long, requires = "listen")]
-        insecure_http: bool,
+        #[command(flatten)]
+        http: ListenArgs,
     },
     /// Serve the operator's console, a web page acting as HUMAN, on loopback (see README).
     Serve {
@@ -257,6 +248,31 @@ pub enum Command {
         #[arg(long)]
         expose: bool,
     },
+}
+
+/// `mcp --listen` and how it may be reached.
+#[derive(Debug, Args)]
+pub struct ListenArgs {
+    /// Serve over MCP Streamable HTTP at http://IP:PORT/mcp (https with --tls-cert) instead of
+    /// stdio; every request needs `Authorization: Bearer TOKEN` (see `token`), and acts as the
+    /// token's identity.
+    #[arg(long, value_name = "IP:PORT")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// With --listen: allow an address other than loopback (with --tls-cert and --tls-key, or
+    /// --insecure-http).
+    #[arg(long, requires = "listen")]
+    pub expose: bool,
+    /// With --listen: serve HTTPS with this PEM certificate chain (the server's certificate
+    /// first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["listen", "tls_key"])]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// With --tls-cert: the certificate's PEM private key.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+    /// With --listen --expose: serve a non-loopback address over plain HTTP, without TLS, where
+    /// anyone on the path can read the tokens.
+    #[arg(long, requires = "listen", conflicts_with = "tls_cert")]
+    pub insecure_http: bool,
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@ use anyhow::Result;
 use mailroom_core::{Error, Mailroom};
 use mailroom_mcp::{Server, ToolSet, Tools};
 
-use crate::cli::ToolsArg;
+use crate::cli::{ListenArgs, ToolsArg};
 use crate::context::Ctx;
 
 pub fn mcp(ctx: &mut Ctx, tools: ToolsArg, as_any: bool) -> Result<()> {
@@ -51,15 +51,15 @@ pub fn mcp(ctx: &mut Ctx, tools: ToolsArg, as_any: bool) -> Result<()> {
     mailroom_mcp::serve_stdio(server).map_err(|e| anyhow::anyhow!("the MCP server stopped: {e}"))
 }
 
-/// `mcp --listen IP:PORT`: the same tools over MCP Streamable HTTP at `/mcp`, each request
-/// acting as the identity of the bearer token it carries, exactly as `--as ADDRESS mcp` acts.
+/// `mcp --listen IP:PORT`: the same tools over MCP Streamable HTTP at `/mcp` (HTTPS with
+/// `--tls-cert`), each request acting as the identity of the bearer token it carries, exactly as
+/// `--as ADDRESS mcp` acts.
 pub fn mcp_http(
     ctx: &mut Ctx,
     tools: ToolsArg,
     as_any: bool,
     listen: std::net::SocketAddr,
-    expose: bool,
-    insecure_http: bool,
+    how: &ListenArgs,
 ) -> Result<()> {
     if as_any || ctx.inputs.flag_as.is_some() {
         return Err(Error::Invalid(
@@ -68,19 +68,27 @@ pub fn mcp_http(
         .into());
     }
     if !listen.ip().is_loopback() {
-        if !expose {
+        if !how.expose {
             return Err(Error::Invalid(format!(
                 "{listen} is not a loopback address: the server listens on 127.0.0.1 unless you pass --expose as well"
             ))
             .into());
         }
-        if !insecure_http {
+        if how.tls_cert.is_none() && !how.insecure_http {
             return Err(Error::Invalid(format!(
-                "{listen} is beyond this machine and this server has no TLS yet: pass --insecure-http to send tokens and mail unencrypted anyway, or put a TLS proxy in front of a loopback server"
+                "{listen} is beyond this machine: pass --tls-cert FILE --tls-key FILE to serve HTTPS, or --insecure-http to send tokens and mail unencrypted anyway"
             ))
             .into());
         }
     }
+    // The files are read before anything is served: a bad one stops the server at once.
+    let tls = match (&how.tls_cert, &how.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            mailroom_mcp::http::Tls::load(cert, key).map_err(|e| Error::Invalid(e.to_string()))?,
+        ),
+        _ => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let (store, _) = ctx.store.shared();
     let mr = Mailroom::shared(store);
     let set = match tools {
@@ -91,7 +99,12 @@ pub fn mcp_http(
     let authenticate = std::sync::Arc::new(move |secret: &str| {
         check
             .authenticate(secret)
-            .map(|t| t.map(|t| t.address))
+            .map(|t| {
+                t.map(|t| mailroom_mcp::http::Holder {
+                    token: t.id,
+                    address: t.address,
+                })
+            })
             .map_err(|e| e.to_string())
     });
     let server_for = std::sync::Arc::new(move |address: &mailroom_core::Address| {
@@ -104,17 +117,18 @@ pub fn mcp_http(
         )
     });
     let home = ctx.store.describe();
-    mailroom_mcp::http::run(listen, authenticate, server_for, |bound| {
+    mailroom_mcp::http::run(listen, authenticate, server_for, tls, |bound| {
         {
             // The address is for whoever reads stdout; when nobody does, the server still serves.
             use std::io::Write as _;
-            let _ = writeln!(std::io::stdout(), "http://{bound}/mcp");
+            let _ = writeln!(std::io::stdout(), "{scheme}://{bound}/mcp");
             let _ = std::io::stdout().flush();
         }
         crate::errln!(
-            "mailroom MCP over HTTP for {home}: each request acts as its bearer token's identity; Ctrl-C stops it"
+            "mailroom MCP over {} for {home}: each request acts as its bearer token's identity; Ctrl-C stops it",
+            scheme.to_ascii_uppercase()
         );
-        if !bound.ip().is_loopback() {
+        if !bound.ip().is_loopback() && scheme == "http" {
             crate::errln!(
                 "warning: listening on {bound} over plain HTTP: tokens and mail cross the network unencrypted"
             );

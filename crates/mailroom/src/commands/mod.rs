@@ -136,11 +136,11 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
         Command::Mcp {
             tools,
             as_any,
-            listen: Some(listen),
-            expose,
-            insecure_http,
-        } => mcp::mcp_http(ctx, tools, as_any, listen, expose, insecure_http),
-        Command::Mcp { tools, as_any, .. } => mcp::mcp(ctx, tools, as_any),
+            http,
+        } => match http.listen {
+            Some(listen) => mcp::mcp_http(ctx, tools, as_any, listen, &http),
+            None => mcp::mcp(ctx, tools, as_any),
+        },
         Command::Hook { .. } | Command::Setup(_) => Ok(()),
         Command::Serve {
             listen,

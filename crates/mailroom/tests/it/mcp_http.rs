@@ -1,20 +1,101 @@
-//! `mcp --listen`: MCP over Streamable HTTP through the real binary, with a raw HTTP client.
+//! `mcp --listen`: MCP over Streamable HTTP through the real binary, with a raw HTTP client
+//! (and rustls over it for HTTPS).
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::Stdio;
+use std::process::{Child, Stdio};
+use std::sync::Arc;
 
-use crate::support::Home;
+use serde_json::Value;
 
-/// One request on a fresh connection; the status line and the whole answer.
-fn post(addr: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
+use crate::support::{Home, both_stores};
+
+/// A running `mailroom mcp --listen`, killed when dropped.
+struct Served {
+    child: Child,
+    /// The URL it printed on its first line.
+    url: String,
+    /// `IP:PORT`.
+    addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Served {
+    fn start(home: &Home, extra: &[&str]) -> Served {
+        let mut child = home
+            .process()
+            .args(["mcp", "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let url = first.trim().to_owned();
+        let addr = url
+            .split_once("://")
+            .and_then(|(_, rest)| rest.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("not a URL: {url:?}"))
+            .to_owned();
+        Served { child, url, addr }
+    }
+
+    fn port(&self) -> &str {
+        self.addr.rsplit_once(':').unwrap().1
+    }
+}
+
+/// One HTTP answer.
+#[derive(Debug)]
+struct Answer {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.head, self.body))
+    }
+}
+
+/// Writes one request on `s` (closing after it) and reads the whole answer.
+fn exchange(
+    s: &mut (impl Read + Write),
+    host: &str,
+    method: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Answer {
     let mut req = format!(
-        "POST /mcp HTTP/1.1\r\nconnection: close\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\ncontent-length: {}\r\n",
+        "{method} /mcp HTTP/1.1\r\nconnection: close\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n",
         body.len()
     );
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
-        req.push_str(&format!("host: {addr}\r\n"));
+        req.push_str(&format!("host: {host}\r\n"));
+    }
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("mcp-protocol-version"))
+    {
+        req.push_str("mcp-protocol-version: 2025-06-18\r\n");
     }
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
@@ -22,10 +103,31 @@ fn post(addr: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
     req.push_str("\r\n");
     req.push_str(body);
     s.write_all(req.as_bytes()).unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    let status = answer[9..12].parse().unwrap();
-    (status, answer)
+    let mut raw = Vec::new();
+    // A TLS peer that closes without close_notify is still a whole answer here.
+    let _ = s.read_to_end(&mut raw);
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP answer: {raw:?}"));
+    Answer {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+/// One request on a fresh plain connection.
+fn request(addr: &str, method: &str, headers: &[(&str, &str)], body: &str) -> Answer {
+    let mut s = TcpStream::connect(addr).unwrap();
+    exchange(&mut s, addr, method, headers, body)
+}
+
+fn post(addr: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+    let a = request(addr, "POST", headers, body);
+    (a.status, format!("{}\r\n\r\n{}", a.head, a.body))
 }
 
 fn call(tool: &str, args: &str) -> String {
@@ -34,34 +136,35 @@ fn call(tool: &str, args: &str) -> String {
     )
 }
 
+fn initialize(version: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"{version}","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    )
+}
+
+fn token(home: &Home, address: &str, name: &str) -> String {
+    home.as_("HUMAN", ["token", "add", address, "--name", name])
+        .stdout()
+        .trim()
+        .to_owned()
+}
+
 #[test]
 fn mcp_over_http_acts_as_the_tokens_identity_and_refuses_everything_else() {
     let home = Home::new();
-    let bob = home
-        .as_("HUMAN", ["token", "add", "bob@web", "--name", "bob"])
-        .stdout();
-    let bob = bob.trim();
-    let mut server = home
-        .process()
-        .args(["mcp", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let url = first.trim();
-    let addr = url
-        .strip_prefix("http://")
-        .and_then(|u| u.strip_suffix("/mcp"))
-        .unwrap()
-        .to_owned();
+    let bob = token(&home, "bob@web", "bob");
+    let served = Served::start(&home, &[]);
+    assert!(
+        served.url.starts_with("http://127.0.0.1:"),
+        "{}",
+        served.url
+    );
+    let addr = served.addr.as_str();
     let auth = format!("Bearer {bob}");
-    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let init = initialize("2025-06-18");
+    let init = init.as_str();
 
-    let (status, answer) = post(&addr, &[], init);
+    let (status, answer) = post(addr, &[], init);
     assert_eq!(status, 401, "{answer}");
     assert!(
         answer
@@ -69,15 +172,15 @@ fn mcp_over_http_acts_as_the_tokens_identity_and_refuses_everything_else() {
             .contains("www-authenticate: bearer"),
         "{answer}"
     );
-    let (status, _) = post(&addr, &[("authorization", "Bearer mailroom_wrong")], init);
+    let (status, _) = post(addr, &[("authorization", "Bearer mailroom_wrong")], init);
     assert_eq!(status, 401);
-    let (status, answer) = post(&addr, &[("authorization", &auth)], init);
+    let (status, answer) = post(addr, &[("authorization", &auth)], init);
     assert_eq!(status, 200, "{answer}");
     assert!(answer.contains("\"serverInfo\""), "{answer}");
 
     // A write acts as bob@web, the token's identity.
     let (status, answer) = post(
-        &addr,
+        addr,
         &[("authorization", &auth)],
         &call(
             "write_mail",
@@ -91,26 +194,255 @@ fn mcp_over_http_acts_as_the_tokens_identity_and_refuses_everything_else() {
 
     // DNS rebinding and foreign pages.
     let (status, _) = post(
-        &addr,
+        addr,
         &[("authorization", &auth), ("host", "evil.example:80")],
         init,
     );
     assert_eq!(status, 403);
     let (status, _) = post(
-        &addr,
+        addr,
         &[("authorization", &auth), ("origin", "http://evil.example")],
         init,
     );
     assert_eq!(status, 403);
     let big = "x".repeat(2 * 1024 * 1024 + 1);
-    let (status, _) = post(&addr, &[("authorization", &auth)], &big);
+    let (status, _) = post(addr, &[("authorization", &auth)], &big);
     assert_eq!(status, 413);
 
     // Revoked: refused at the next request, no restart.
     home.as_("HUMAN", ["token", "revoke", "bob"]).ok();
-    let (status, _) = post(&addr, &[("authorization", &auth)], init);
+    let (status, _) = post(addr, &[("authorization", &auth)], init);
     assert_eq!(status, 401);
+}
 
-    server.kill().unwrap();
-    server.wait().unwrap();
+/// A self-signed certificate for `localhost`, written as PEM into the home's root; its paths
+/// and the certificate's DER.
+fn self_signed(home: &Home) -> (String, String, Vec<u8>) {
+    let made = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let cert = home.root().join("cert.pem");
+    let key = home.root().join("key.pem");
+    std::fs::write(&cert, made.cert.pem()).unwrap();
+    std::fs::write(&key, made.signing_key.serialize_pem()).unwrap();
+    (
+        cert.to_str().unwrap().to_owned(),
+        key.to_str().unwrap().to_owned(),
+        made.cert.der().to_vec(),
+    )
+}
+
+/// A TLS connection to `addr` that trusts only `der`, verifying the name `localhost`.
+fn tls_connect(addr: &str, der: &[u8]) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from(der.to_vec()))
+        .unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    rustls::StreamOwned::new(conn, TcpStream::connect(addr).unwrap())
+}
+
+#[test]
+fn mcp_over_https_serves_a_verifying_client_and_tells_a_plain_one_to_use_https() {
+    let home = Home::new();
+    let bob = token(&home, "bob@web", "bob");
+    let (cert, key, der) = self_signed(&home);
+    let served = Served::start(&home, &["--tls-cert", &cert, "--tls-key", &key]);
+    assert!(
+        served.url.starts_with("https://127.0.0.1:"),
+        "{}",
+        served.url
+    );
+    let host = format!("localhost:{}", served.port());
+    let auth = format!("Bearer {bob}");
+
+    // The certificate's name is a Host the server answers to, and its https origin an Origin.
+    let origin = format!("https://{host}");
+    let a = exchange(
+        &mut tls_connect(&served.addr, &der),
+        &host,
+        "POST",
+        &[("authorization", &auth), ("origin", &origin)],
+        &call(
+            "write_mail",
+            r#"{"recipient":"alice@web","body":"over tls"}"#,
+        ),
+    );
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(a.json()["result"]["isError"], false, "{a:?}");
+    let inbox = home.as_("alice@web", ["--json", "inbox"]).json();
+    assert_eq!(inbox["messages"][0]["body"], "over tls", "{inbox}");
+
+    // An http origin is another origin than the https server's.
+    let a = exchange(
+        &mut tls_connect(&served.addr, &der),
+        &host,
+        "POST",
+        &[
+            ("authorization", &auth),
+            ("origin", &format!("http://{host}")),
+        ],
+        &initialize("2025-06-18"),
+    );
+    assert_eq!(a.status, 403, "{a:?}");
+
+    // Plain HTTP to the TLS port: a plain answer naming https, and the connection closed.
+    let a = request(&served.addr, "POST", &[("authorization", &auth)], "{}");
+    assert_eq!(a.status, 400, "{a:?}");
+    assert_eq!(a.body, "this server speaks HTTPS: use an https:// URL\n");
+
+    // A client that does not trust the certificate gets no answer at all.
+    let stranger = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let mut s = tls_connect(&served.addr, stranger.cert.der());
+    let sent = s.write_all(b"POST /mcp HTTP/1.1\r\n\r\n");
+    let mut got = Vec::new();
+    let read = s.read_to_end(&mut got);
+    assert!(sent.is_err() || read.is_err(), "{got:?}");
+    assert!(got.is_empty());
+
+    // The server still serves the trusting client.
+    let a = exchange(
+        &mut tls_connect(&served.addr, &der),
+        &host,
+        "POST",
+        &[("authorization", &auth)],
+        &initialize("2025-06-18"),
+    );
+    assert_eq!(a.status, 200, "{a:?}");
+}
+
+#[test]
+fn mcp_listen_refuses_unusable_tls_files_and_plain_http_beyond_loopback() {
+    let home = Home::new();
+    let (cert, key, _) = self_signed(&home);
+    let other = home.root().join("other-key.pem");
+    std::fs::write(&other, rcgen::KeyPair::generate().unwrap().serialize_pem()).unwrap();
+    let junk = home.root().join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let missing = home.root().join("missing.pem");
+    let root = home.root().to_str().unwrap().to_owned();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--tls-cert", missing.to_str().unwrap(), "--tls-key", &key],
+            "error: cannot read the TLS certificate ROOT/missing.pem: No such file or directory (os error 2)\n",
+        ),
+        (
+            &["--tls-cert", junk.to_str().unwrap(), "--tls-key", &key],
+            "error: the TLS certificate ROOT/junk.pem holds no certificate: pass the certificate chain as PEM, the server's certificate first\n",
+        ),
+        (
+            &["--tls-cert", &cert, "--tls-key", junk.to_str().unwrap()],
+            "error: the TLS key ROOT/junk.pem holds no private key (no items found): pass the certificate's private key as PEM\n",
+        ),
+        (
+            &["--tls-cert", &cert, "--tls-key", other.to_str().unwrap()],
+            "error: the TLS key ROOT/other-key.pem does not go with the certificate ROOT/cert.pem: pass the key the certificate was made for\n",
+        ),
+        (
+            &["--listen", "0.0.0.0:0", "--expose"],
+            "error: 0.0.0.0:0 is beyond this machine: pass --tls-cert FILE --tls-key FILE to serve HTTPS, or --insecure-http to send tokens and mail unencrypted anyway\n",
+        ),
+    ];
+    for (args, said) in cases {
+        let mut line = vec!["mcp"];
+        if !args.contains(&"--listen") {
+            line.extend(["--listen", "127.0.0.1:0"]);
+        }
+        line.extend(args);
+        let run = home.cmd(&line).fails(2);
+        assert_eq!(run.stderr.replace(&root, "ROOT"), said, "{line:?}");
+        assert_eq!(run.stdout, "");
+    }
+}
+
+/// Clients of each protocol revision in use negotiate it and list the tools with it; the
+/// server issues no session, and a server stream (GET) or a session's end (DELETE) is 405.
+fn mcp_over_http_serves_each_protocol_revision_statelessly(home: &Home) {
+    let bob = token(home, "bob@web", "bob");
+    let served = Served::start(home, &[]);
+    let auth = format!("Bearer {bob}");
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let a = request(
+            &served.addr,
+            "POST",
+            &[("authorization", &auth), ("mcp-protocol-version", version)],
+            &initialize(version),
+        );
+        assert_eq!(a.status, 200, "{version}: {a:?}");
+        assert_eq!(a.json()["result"]["protocolVersion"], version, "{a:?}");
+        assert_eq!(a.header("mcp-session-id"), None, "{a:?}");
+        let a = request(
+            &served.addr,
+            "POST",
+            &[("authorization", &auth), ("mcp-protocol-version", version)],
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        );
+        assert_eq!(a.status, 200, "{version}: {a:?}");
+        let tools = a.json()["result"]["tools"].as_array().unwrap().len();
+        assert_eq!(tools, 25, "{version}: {a:?}");
+    }
+    for method in ["GET", "DELETE"] {
+        let a = request(&served.addr, method, &[("authorization", &auth)], "");
+        assert_eq!(a.status, 405, "{method}: {a:?}");
+        assert_eq!(a.header("allow"), Some("POST"), "{method}: {a:?}");
+    }
+}
+
+both_stores!(mcp_over_http_serves_each_protocol_revision_statelessly);
+
+/// Asks `ask` until it answers `status`, for at most ten seconds.
+fn until_status(status: u16, mut ask: impl FnMut() -> Answer) -> Answer {
+    let start = std::time::Instant::now();
+    loop {
+        let a = ask();
+        if a.status == status || start.elapsed() > std::time::Duration::from_secs(10) {
+            return a;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// A request whose head is sent and whose body never comes: it holds one of its token's turns
+/// until the connection closes (or the body's time runs out).
+fn stalled(addr: &str, auth: &str) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: {auth}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 100\r\n\r\n{{"
+    )
+    .unwrap();
+    s
+}
+
+#[test]
+fn a_token_with_16_requests_in_progress_is_answered_429_while_others_are_served() {
+    let home = Home::new();
+    let bob = format!("Bearer {}", token(&home, "bob@web", "bob"));
+    let alice = format!("Bearer {}", token(&home, "alice@web", "alice"));
+    let served = Served::start(&home, &[]);
+    let init = initialize("2025-06-18");
+    let held: Vec<TcpStream> = (0..16).map(|_| stalled(&served.addr, &bob)).collect();
+    let a = until_status(429, || {
+        request(&served.addr, "POST", &[("authorization", &bob)], &init)
+    });
+    assert_eq!(a.status, 429, "{a:?}");
+    assert_eq!(a.header("retry-after"), Some("1"), "{a:?}");
+    assert_eq!(
+        a.body,
+        "this token already has 16 requests in progress; retry when one has returned\n"
+    );
+    let a = request(&served.addr, "POST", &[("authorization", &alice)], &init);
+    assert_eq!(a.status, 200, "{a:?}");
+    // Clients that leave give their turns back.
+    drop(held);
+    let a = until_status(200, || {
+        request(&served.addr, "POST", &[("authorization", &bob)], &init)
+    });
+    assert_eq!(a.status, 200, "{a:?}");
 }
