@@ -156,7 +156,8 @@ def trust_hooks(repo, env, config):
     finally:
         p.kill()
         p.wait()
-    ours = [h for h in hooks if h.get("command", "").startswith("mailroom hook codex")]
+    # setup writes the absolute path of the mailroom that ran it.
+    ours = [h for h in hooks if h.get("command", "").split(" hook codex ")[0].endswith("/mailroom")]
     check("hooks/list shows setup's four hooks", len(ours) == 4, hooks)
     with open(config, "a") as f:
         for h in ours:

@@ -26,6 +26,9 @@ import sys
 import tempfile
 
 MAILROOM, CLAUDE, BIN_DIR = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
+# setup writes the absolute path of the program that runs it, links resolved; it is run here
+# as `mailroom` through a link on PATH.
+REAL = os.path.realpath(MAILROOM)
 failures = []
 
 
@@ -124,10 +127,10 @@ def claude():
 
         def validate():
             r = m.run(CLAUDE, "mcp", "get", "mailroom", stdin="")
-            check(r.returncode == 0 and "Command: mailroom" in r.stdout and "Args: mcp" in r.stdout,
+            check(r.returncode == 0 and f"Command: {REAL}\n" in r.stdout and "Args: mcp" in r.stdout,
                   f"claude mcp get mailroom:\n{r.stdout}{r.stderr}")
             r = m.run(CLAUDE, "mcp", "list", stdin="")
-            check("mailroom: mailroom mcp - ✔ Connected" in r.stdout, f"claude mcp list starts it:\n{r.stdout}{r.stderr}")
+            check(f"mailroom: {REAL} mcp - ✔ Connected" in r.stdout, f"claude mcp list starts it:\n{r.stdout}{r.stderr}")
             r = m.run(CLAUDE, "doctor", stdin="")
             invalid = r.stdout.split("Invalid settings", 1)[1].split("\n\n", 1)[0] if "Invalid settings" in r.stdout else ""
             ours = [str(m.repo / ".claude/settings.json"), str(m.home / ".claude/settings.json"),
@@ -154,14 +157,14 @@ def codex():
             except (ValueError, KeyError, TypeError):
                 servers = {}
             got = servers.get("mailroom", {}).get("transport", {})
-            check(got.get("command") == "mailroom" and got.get("args") == ["mcp"] and "github" in servers,
+            check(got.get("command") == REAL and got.get("args") == ["mcp"] and "github" in servers,
                   f"codex mcp list --json:\n{r.stdout}{r.stderr}")
             # Codex starts MCP servers with a filtered environment: the server must get the
             # variables that name the mailroom, as the hooks do.
             check(got.get("env_vars") == ["MAILROOM_HOME", "MAILROOM_URL", "MAILROOM_AS"],
                   f"codex forwards MAILROOM_*: {got}")
             hooks, _ = app_server_hooks(m, codex_bin)
-            events = sorted(h["eventName"] for h in hooks if h.get("command", "").startswith("mailroom hook codex"))
+            events = sorted(h["eventName"] for h in hooks if h.get("command", "").startswith(f"{REAL} hook codex"))
             # Both scopes: each event once from .codex/hooks.json and once from ~/.codex/hooks.json.
             check(events == sorted(["postToolUse", "sessionStart", "stop", "userPromptSubmit"] * 2),
                   f"codex app-server hooks/list: {events}")
@@ -208,7 +211,7 @@ def codex_toml():
             check(not (m.repo / ".codex" / "hooks.json").exists() and not (m.home / ".codex" / "hooks.json").exists(),
                   "codex: no hooks.json beside a config.toml that holds hooks")
             hooks, raw = app_server_hooks(m, codex_bin)
-            events = sorted(h["eventName"] for h in hooks if h.get("command", "").startswith("mailroom hook codex"))
+            events = sorted(h["eventName"] for h in hooks if h.get("command", "").startswith(f"{REAL} hook codex"))
             ok = events == sorted(["postToolUse", "sessionStart", "stop", "userPromptSubmit"] * 2)
             check(ok, f"codex app-server hooks/list (config.toml): {events}" + ("" if ok else f"\n{raw[:3000]}"))
             ok = "single representation" not in raw
@@ -227,7 +230,7 @@ def gemini():
         def validate():
             r = m.run(str(BIN_DIR / "gemini"), "mcp", "list")
             out = r.stdout + r.stderr
-            check("mailroom: mailroom mcp (stdio) - Connected" in out and "github" in out, f"gemini mcp list:\n{out}")
+            check(f"mailroom: {REAL} mcp (stdio) - Connected" in out and "github" in out, f"gemini mcp list:\n{out}")
 
         roundtrip(m, "gemini", validate)
 
@@ -245,7 +248,7 @@ def opencode():
                 cfg = {}
             mcp = cfg.get("mcp", {})
             plugins = cfg.get("plugin", [])
-            check(mcp.get("mailroom") == {"type": "local", "command": ["mailroom", "mcp"], "enabled": True} and "github" in mcp,
+            check(mcp.get("mailroom") == {"type": "local", "command": [REAL, "mcp"], "enabled": True} and "github" in mcp,
                   f"opencode debug config: mcp\n{r.stdout[:2000]}{r.stderr[:2000]}")
             check(any(str(p).endswith(".opencode/plugins/mailroom.js") for p in plugins)
                   and any(str(p).endswith("opencode/plugins/mailroom.js") and ".config" in str(p) for p in plugins),

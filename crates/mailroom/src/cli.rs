@@ -289,11 +289,14 @@ pub struct SetupArgs {
     /// Take out exactly what setup added.
     #[arg(long, conflicts_with = "check")]
     pub uninstall: bool,
-    /// The mailroom program the configs start (absolute; default: `mailroom` on PATH).
-    #[arg(long, value_name = "PATH", conflicts_with = "launcher")]
+    /// The mailroom program the configs start, by its absolute path (default: this program's
+    /// own path).
+    #[arg(long, value_name = "PATH")]
     pub binary: Option<std::path::PathBuf>,
-    /// Start mailroom through a package runner instead: `uvx --from mailroom-cli mailroom`
-    /// or `npx -y mailroom-cli` (it fetches the package when the harness first starts it).
+    /// How the configs start mailroom: path (the default): by this program's absolute path, or
+    /// --binary's; path-lookup: as plain `mailroom`, found on the harness's PATH; uvx or npx:
+    /// through a package runner, `uvx --from mailroom-cli mailroom` or `npx -y mailroom-cli`
+    /// (it fetches the package when the harness first starts it).
     #[arg(long, value_enum)]
     pub launcher: Option<LauncherArg>,
     /// Put setup's `mailroom` server entry in place of one setup did not write (`--uninstall`
@@ -312,6 +315,8 @@ pub struct SetupArgs {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LauncherArg {
+    Path,
+    PathLookup,
     Uvx,
     Npx,
 }

@@ -62,8 +62,18 @@ impl Machine {
     }
 
     fn redact(&self, s: &str) -> String {
-        s.replace(&self.home.root().display().to_string(), "[TMP]")
+        s.replace(&bin(), "[BIN]")
+            .replace(&self.home.root().display().to_string(), "[TMP]")
     }
+}
+
+/// The path setup writes by default: this build of mailroom's own, links resolved.
+fn bin() -> String {
+    std::fs::canonicalize(BIN)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned()
 }
 
 trait EnvRemoveAll {
@@ -256,13 +266,13 @@ fn every_written_config_parses_and_names_mailroom_as_the_docs_say() {
     };
     assert_eq!(
         read(".mcp.json")["mcpServers"]["mailroom"],
-        json!({"type": "stdio", "command": "mailroom", "args": ["mcp"]})
+        json!({"type": "stdio", "command": bin(), "args": ["mcp"]})
     );
     let claude = read(".claude/settings.json");
     for event in ["SessionStart", "UserPromptSubmit", "PostToolUse", "Stop"] {
         assert_eq!(
             claude["hooks"][event][0]["hooks"][0]["command"],
-            format!("mailroom hook claude {event}")
+            format!("{} hook claude {event}", bin())
         );
     }
     let gemini = read(".gemini/settings.json");
@@ -270,7 +280,7 @@ fn every_written_config_parses_and_names_mailroom_as_the_docs_say() {
     for event in ["SessionStart", "BeforeAgent", "AfterTool", "AfterAgent"] {
         assert_eq!(
             gemini["hooks"][event][0]["hooks"][0]["command"],
-            format!("mailroom hook gemini {event}")
+            format!("{} hook gemini {event}", bin())
         );
     }
     let cursor = read(".cursor/hooks.json");
@@ -278,18 +288,21 @@ fn every_written_config_parses_and_names_mailroom_as_the_docs_say() {
     for event in ["sessionStart", "postToolUse", "stop"] {
         assert_eq!(
             cursor["hooks"][event][0]["command"],
-            format!("mailroom hook cursor {event}")
+            format!("{} hook cursor {event}", bin())
         );
     }
     let opencode = read("opencode.json");
     assert_eq!(
         opencode["mcp"]["mailroom"],
-        json!({"type": "local", "command": ["mailroom", "mcp"], "enabled": true})
+        json!({"type": "local", "command": [bin(), "mcp"], "enabled": true})
     );
     let toml = std::fs::read_to_string(r.join(".codex/config.toml")).unwrap();
     assert_eq!(
         toml,
-        "[mcp_servers.mailroom]\ncommand = \"mailroom\"\nargs = [\"mcp\"]\nenv_vars = [\"MAILROOM_HOME\", \"MAILROOM_URL\", \"MAILROOM_AS\"]\n"
+        format!(
+            "[mcp_servers.mailroom]\ncommand = \"{}\"\nargs = [\"mcp\"]\nenv_vars = [\"MAILROOM_HOME\", \"MAILROOM_URL\", \"MAILROOM_AS\"]\n",
+            bin()
+        )
     );
     // Every hook command runs: the program named answers each event without a warning.
     let codex = read(".codex/hooks.json");
@@ -372,24 +385,18 @@ fn refusals_change_nothing_and_say_what_to_do() {
     assert_eq!(std::fs::read(&elsewhere).unwrap(), b"{}\n");
     assert_eq!(m.files(), before);
 
-    // mailroom not on PATH: the absolute path is offered, and taken.
-    let mut c = m.setup(["codex"]);
+    // Plain `mailroom` asked for, and not on PATH: refused, naming the default.
+    let mut c = m.setup(["codex", "--launcher", "path-lookup"]);
     c.env("PATH", "/nonexistent");
     let missing = c.run();
     assert_eq!(missing.code, 2);
     assert!(
         missing.stderr.contains("`mailroom` is not on PATH")
-            && missing.stderr.contains("--binary /"),
+            && missing.stderr.contains("leave out --launcher path-lookup"),
         "{}",
         missing.stderr
     );
     assert_eq!(m.files(), before);
-    let offered = missing.stderr.split("--binary ").nth(1).unwrap().trim();
-    let mut c = m.setup(["codex", "--binary", offered]);
-    c.env("PATH", "/nonexistent");
-    c.ok();
-    let toml = std::fs::read_to_string(m.repo().join(".codex/config.toml")).unwrap();
-    assert!(toml.contains(&format!("command = \"{offered}\"")), "{toml}");
 
     // Bad arguments.
     for (args, says) in [
@@ -399,6 +406,10 @@ fn refusals_change_nothing_and_say_what_to_do() {
             "not an absolute path",
         ),
         (vec!["claude", "--project", "--user"], "not both"),
+        (
+            vec!["claude", "--launcher", "path-lookup", "--binary", BIN],
+            "use one of them",
+        ),
         (vec!["claude", "--as", "a b"], "is not a valid address"),
     ] {
         let run = m.setup(args.clone()).run();
@@ -429,7 +440,7 @@ fn a_stale_entry_is_replaced_and_a_hand_added_neighbour_kept() {
     let stop = serde_json::to_string(&v["hooks"]["Stop"]).unwrap();
     assert!(!stop.contains("/old/bin"), "{stop}");
     assert!(
-        stop.contains("say done") && stop.contains("\"mailroom hook claude Stop\""),
+        stop.contains("say done") && stop.contains(&format!("\"{} hook claude Stop\"", bin())),
         "{stop}"
     );
     assert!(
@@ -713,6 +724,16 @@ fn a_users_own_mailroom_entry_is_refused_or_replaced_and_put_back() {
         (
             ".mcp.json",
             "claude",
+            r#"{"mcpServers":{"mailroom":{"command":"mailroom","args":["mcp","--tools","lifecycle"]}}}"#,
+        ),
+        (
+            ".codex/config.toml",
+            "codex",
+            "[mcp_servers.mailroom]\ncommand = \"uvx\"\nargs = [\"mailroom-cli\", \"mcp\"]\n",
+        ),
+        (
+            ".mcp.json",
+            "claude",
             "{\n  \"mcpServers\": {\n    \"mailroom\": \"mine\"\n  }\n}\n",
         ),
         (
@@ -754,6 +775,85 @@ fn a_users_own_mailroom_entry_is_refused_or_replaced_and_put_back() {
     }
 }
 
+/// A project's configs as another setup wrote them (a teammate's install at another path, an
+/// earlier version's plain `mailroom`, a package runner), with no record of it on this machine:
+/// setup takes their place without --replace, and --uninstall takes them out, either way
+/// leaving every other byte as it was.
+#[test]
+fn entries_another_setup_wrote_are_known_without_a_record() {
+    let state = |m: &Machine| {
+        let _ = std::fs::remove_dir_all(m.user().join(".local/state"));
+    };
+    for harness in HARNESSES {
+        for other in [
+            vec!["--binary", "OTHER"],
+            vec!["--launcher", "path-lookup"],
+            vec!["--launcher", "uvx"],
+            vec!["--launcher", "npx"],
+        ] {
+            let m = Machine::new();
+            existing(&m, harness);
+            let before = m.files();
+            let moved = m.home.root().join("bin").join("mailroom");
+            let other: Vec<&str> = other
+                .iter()
+                .map(|w| {
+                    if *w == "OTHER" {
+                        moved.to_str().unwrap()
+                    } else {
+                        w
+                    }
+                })
+                .collect();
+            m.setup([harness]).args(&other).ok();
+            state(&m);
+            let theirs = m.files();
+            m.setup([harness, "--uninstall"]).ok();
+            assert_eq!(m.files(), before, "{harness} {other:?}: --uninstall");
+
+            m.setup([harness]).args(&other).ok();
+            state(&m);
+            assert_eq!(m.files(), theirs, "{harness} {other:?}");
+            m.setup([harness]).ok();
+            let mine = m.files();
+            assert_ne!(mine, theirs, "{harness} {other:?}");
+            assert!(
+                m.setup([harness]).ok().stdout.contains("nothing to change"),
+                "{harness} {other:?}"
+            );
+            m.setup([harness, "--uninstall"]).ok();
+            assert_eq!(m.files(), theirs, "{harness} {other:?}: put back");
+        }
+    }
+}
+
+/// Run from a package runner's cache (npx's `_npx`, uv's `archive-v0`), setup still writes
+/// that path, and says in a sentence that the cache may be cleared and which flag avoids it.
+#[test]
+fn setup_run_from_a_package_runners_cache_warns_that_it_may_be_cleared() {
+    for cache in ["_npx", "archive-v0"] {
+        let m = Machine::new();
+        let dir = m.home.root().join(cache).join("0a1b2c").join("bin");
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = dir.join("mailroom");
+        if std::fs::hard_link(bin(), &copy).is_err() {
+            std::fs::copy(bin(), &copy).unwrap();
+        }
+        let mut c = m.setup(["claude"]);
+        c.cmd_program(&copy);
+        let run = c.ok();
+        assert_eq!(
+            m.redact(&run.stderr),
+            format!(
+                "warning: this mailroom runs from a package runner's cache ([TMP]/{cache}/0a1b2c/bin/mailroom), which may be cleared; run setup again with --launcher uvx or --launcher npx to start it through the runner\n"
+            )
+        );
+        let mcp = std::fs::read_to_string(m.repo().join(".mcp.json")).unwrap();
+        assert!(mcp.contains(copy.to_str().unwrap()), "{mcp}");
+        assert_eq!(m.setup(["claude"]).ok().stderr, "");
+    }
+}
+
 /// A hook of mailroom's the user wrote (another program, other flags) that setup's takes the
 /// place of comes back with --uninstall, also from a file changed since.
 #[test]
@@ -783,7 +883,7 @@ fn a_users_own_mailroom_hook_comes_back() {
         stop.contains("/usr/local/bin/mailroom --as me@web hook claude Stop"),
         "{stop}"
     );
-    assert!(!stop.contains("\"mailroom hook claude"), "{stop}");
+    assert!(!stop.contains(&format!("{} hook claude", bin())), "{stop}");
 }
 
 /// One file that cannot be written (an immutable folder) leaves every file as it was, the
@@ -1139,9 +1239,9 @@ fn codex_hooks_go_where_the_user_keeps_theirs() {
             .iter()
             .flat_map(|g| g["hooks"].as_array().unwrap())
             .filter_map(|h| h["command"].as_str())
-            .filter(|c| c.starts_with("mailroom hook codex"))
+            .filter(|c| c.contains("mailroom hook codex"))
             .collect();
-        assert_eq!(ours, [format!("mailroom hook codex {event}")], "{text}");
+        assert_eq!(ours, [format!("{} hook codex {event}", bin())], "{text}");
     }
     assert!(text.contains("command = \"./lint.sh\""), "{text}");
     assert_eq!(

@@ -332,6 +332,23 @@ impl TestCommand {
         self
     }
 
+    /// The same command line, run by another program (a copy of mailroom elsewhere).
+    pub fn cmd_program(&mut self, program: impl AsRef<OsStr>) -> &mut Self {
+        let mut cmd = Command::new(program);
+        cmd.args(self.cmd.get_args());
+        for (k, v) in self.cmd.get_envs() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        if let Some(dir) = self.cmd.get_current_dir() {
+            cmd.current_dir(dir);
+        }
+        self.cmd = cmd;
+        self
+    }
+
     pub fn env(&mut self, key: &str, value: impl AsRef<OsStr>) -> &mut Self {
         self.cmd.env(key, value);
         self

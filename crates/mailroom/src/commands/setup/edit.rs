@@ -70,7 +70,7 @@ pub(super) fn plan_file(
                 };
                 let mut text = current.clone();
                 for piece in pieces {
-                    text = remove_piece(piece, text.as_deref(), &known, rec.as_ref())
+                    text = remove_piece(piece, text.as_deref(), &known, rec.as_ref(), harness)
                         .map_err(unparsable)?;
                 }
                 text.map(|t| line_ends(t, crlf))
@@ -127,7 +127,8 @@ pub(super) fn plan_file(
                 };
                 let mut t = current.clone();
                 for piece in pieces {
-                    t = remove_piece(piece, t.as_deref(), &known, Some(&r)).map_err(unparsable)?;
+                    t = remove_piece(piece, t.as_deref(), &known, Some(&r), harness)
+                        .map_err(unparsable)?;
                 }
                 (t, r.dirs, r.replaced)
             }
@@ -224,20 +225,17 @@ fn remove_piece(
     text: Option<&str>,
     known: &jsonc::Known,
     rec: Option<&Record>,
+    harness: &dyn Harness,
 ) -> Result<Option<String>> {
+    let ours = |c: &str| is_ours(c, harness);
     match piece {
         Piece::Json {
             pieces,
             skeleton,
             strict,
             ..
-        } => jsonc::remove(text, pieces, skeleton, *strict, known),
-        Piece::Toml {
-            command,
-            args,
-            hooks,
-            ..
-        } => toml::remove(text, command, args, hooks, rec),
+        } => jsonc::remove(text, pieces, skeleton, *strict, known, &ours),
+        Piece::Toml { hooks, .. } => toml::remove(text, hooks, rec, &ours),
         // Only the file mailroom wrote goes: its first line says so.
         Piece::Whole { .. } => Ok(match text {
             Some(t) if t.starts_with("// mailroom:") => None,

@@ -122,6 +122,7 @@ pub fn remove(
     skeleton: &Value,
     strict: bool,
     known: &Known,
+    is_ours: &dyn Fn(&str) -> bool,
 ) -> Result<Option<String>> {
     let source = match text {
         Some(t) if !t.trim().is_empty() => t.to_owned(),
@@ -135,7 +136,7 @@ pub fn remove(
     for piece in pieces {
         match piece {
             JsonPiece::Server { container, value } => remove_server(&obj, container, value, known)?,
-            JsonPiece::Hooks { flat, events } => remove_hooks(&obj, *flat, events, known)?,
+            JsonPiece::Hooks { flat, events } => remove_hooks(&obj, *flat, events, known, is_ours)?,
         }
     }
     let out = finish(&root, &source, line);
@@ -301,23 +302,31 @@ fn container(obj: &CstObject, container: &str) -> Result<Option<CstObject>> {
     }
 }
 
-/// Whether `current` is a server entry as some setup writes it: only setup's keys, and a
-/// program named `mailroom`.
+/// Whether `current` is a server entry as some setup writes it, for any install of mailroom:
+/// only setup's keys, those besides the program and its arguments as `wanted` has them, and a
+/// command line setup writes (`super::is_our_server`).
 fn setup_shaped(current: &Value, wanted: &Value) -> bool {
     let (Some(cur), Some(want)) = (current.as_object(), wanted.as_object()) else {
         return false;
     };
-    let program = match cur.get("command") {
-        Some(Value::String(c)) => Some(c.as_str()),
-        Some(Value::Array(a)) => a.first().and_then(Value::as_str),
+    let argv: Option<Vec<String>> = match cur.get("command") {
+        Some(Value::String(c)) => std::iter::once(Some(c.clone()))
+            .chain(match cur.get("args") {
+                Some(Value::Array(a)) => a.iter().map(|s| s.as_str().map(str::to_owned)).collect(),
+                None => Vec::new(),
+                Some(_) => vec![None],
+            })
+            .collect(),
+        Some(Value::Array(a)) if !cur.contains_key("args") => {
+            a.iter().map(|s| s.as_str().map(str::to_owned)).collect()
+        }
         _ => None,
     };
-    cur.keys().all(|k| want.contains_key(k))
-        && program.is_some_and(|p| {
-            std::path::Path::new(p)
-                .file_name()
-                .is_some_and(|n| n == "mailroom")
-        })
+    cur.iter().all(|(k, v)| match want.get(k) {
+        None => false,
+        Some(_) if k == "command" || k == "args" => true,
+        Some(w) => v == w,
+    }) && argv.is_some_and(|a| super::is_our_server(&a))
 }
 
 /// A few words on an entry setup will not replace (never its values: an `env` may hold a
@@ -431,10 +440,12 @@ fn remove_server(obj: &CstObject, name: &str, value: &Value, known: &Known) -> R
     if let Some(servers) = &servers {
         once(servers, "mailroom")?;
         if let Some(prop) = servers.get("mailroom") {
-            let exact = prop.value().and_then(|v| v.to_serde_value()).as_ref() == Some(value);
+            let current = prop.value().and_then(|v| v.to_serde_value());
+            let shaped = current.as_ref().is_some_and(|c| setup_shaped(c, value));
             // With a record, setup's entry (the user may have added keys to it); without,
-            // only an entry exactly as setup writes it now.
-            if known.server || (known.before.is_none() && exact) {
+            // only an entry exactly as some setup writes it (another version's, another
+            // install's, a launcher's).
+            if known.server || (known.before.is_none() && shaped) {
                 prop.remove();
             }
         }
@@ -545,7 +556,13 @@ fn add_hooks(
     Ok(())
 }
 
-fn remove_hooks(obj: &CstObject, flat: bool, events: &[HookEntry], known: &Known) -> Result<()> {
+fn remove_hooks(
+    obj: &CstObject,
+    flat: bool,
+    events: &[HookEntry],
+    known: &Known,
+    is_ours: &dyn Fn(&str) -> bool,
+) -> Result<()> {
     let Some(hooks) = hooks_object(obj, events)? else {
         if known
             .replaced
@@ -555,7 +572,7 @@ fn remove_hooks(obj: &CstObject, flat: bool, events: &[HookEntry], known: &Known
             return Ok(());
         }
         obj.append("hooks", CstInputValue::Object(vec![]));
-        return remove_hooks(obj, flat, events, known);
+        return remove_hooks(obj, flat, events, known, is_ours);
     };
     for entry in events {
         let wanted = entry_value(entry, flat);
@@ -565,7 +582,7 @@ fn remove_hooks(obj: &CstObject, flat: bool, events: &[HookEntry], known: &Known
                 .ok_or_else(|| anyhow!("its \"hooks\".\"{}\" is not an array", entry.event))?;
             remove_commands(&list, flat, &|v| match known.before {
                 Some(_) => known.hooks.contains(v),
-                None => *v == wanted,
+                None => hook_shaped(v, &wanted, is_ours),
             });
         }
         for r in known.replaced {
@@ -634,6 +651,25 @@ pub fn entry_value(entry: &HookEntry, flat: bool) -> Value {
     }
     group.insert("hooks".into(), Value::Array(vec![Value::Object(command)]));
     Value::Object(group)
+}
+
+/// Whether one hook (as `commands` gives it) is as some setup writes `wanted`: the same
+/// value but for its command, which is a command line of mailroom's (another install's path,
+/// a launcher's, an earlier version's bare `mailroom`).
+pub fn hook_shaped(v: &Value, wanted: &Value, is_ours: &dyn Fn(&str) -> bool) -> bool {
+    fn command(v: &mut Value) -> Option<&mut Value> {
+        match v.get("hooks").is_some() {
+            true => v.get_mut("hooks")?.get_mut(0)?.get_mut("command"),
+            false => v.get_mut("command"),
+        }
+    }
+    let mut v = v.clone();
+    let mut w = wanted.clone();
+    let (Some(Value::String(c)), Some(want)) = (command(&mut v).cloned(), command(&mut w)) else {
+        return false;
+    };
+    *want = Value::String(c.clone());
+    v == w && is_ours(&c)
 }
 
 fn command_is_ours(v: &Value, is_ours: &dyn Fn(&str) -> bool) -> bool {
@@ -813,7 +849,15 @@ mod tests {
     }
 
     fn remove_text(text: &str, strict: bool) -> Option<String> {
-        remove(Some(text), &pieces(), &json!({}), strict, &Known::default()).unwrap()
+        remove(
+            Some(text),
+            &pieces(),
+            &json!({}),
+            strict,
+            &Known::default(),
+            &ours,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -923,7 +967,7 @@ mod tests {
             replaced: &added.replaced,
             before: Some(Some(&serde_json::from_str(original).unwrap())),
         };
-        let back = remove(Some(&changed), &pieces(), &json!({}), true, &known)
+        let back = remove(Some(&changed), &pieces(), &json!({}), true, &known, &ours)
             .unwrap()
             .unwrap();
         assert_eq!(

@@ -103,6 +103,30 @@ pub(crate) fn launch_len(words: &[String]) -> Option<usize> {
     })
 }
 
+/// What follows the words that start mailroom in a command line setup writes: the words after
+/// `--as ADDRESS` and `--home DIR` (each at most once). None: not a line of setup's.
+pub(crate) fn after_globals(words: &[String]) -> Option<&[String]> {
+    let mut rest = words.get(launch_len(words)?..)?;
+    let mut seen: Vec<&str> = Vec::new();
+    while let [flag, value, tail @ ..] = rest
+        && matches!(flag.as_str(), "--as" | "--home")
+    {
+        if seen.contains(&flag.as_str()) || value.starts_with('-') {
+            return None;
+        }
+        seen.push(flag);
+        rest = tail;
+    }
+    Some(rest)
+}
+
+/// Whether `argv` (an MCP server entry's program and arguments) is one setup writes, by any
+/// version of it and for any install: a program named `mailroom` (bare, or at any absolute
+/// path) or a launcher of mailroom's package, setup's flags, and `mcp`.
+pub(crate) fn is_our_server(argv: &[String]) -> bool {
+    after_globals(argv).is_some_and(|rest| rest == ["mcp"])
+}
+
 /// How the configs will start mailroom.
 pub(crate) struct Invocation {
     /// The program (`mailroom`, an absolute path, or a launcher such as `uvx`).
@@ -143,16 +167,13 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// Whether a hook command is one mailroom wrote for `harness`: its program is a `mailroom`
-/// binary (or a launcher of mailroom's package) and it ends in `hook HARNESS EVENT`.
+/// binary (or a launcher of mailroom's package), then only setup's flags, then
+/// `hook HARNESS EVENT`.
 fn is_ours(command: &str, harness: &dyn Harness) -> bool {
     let Some(words) = shell_words(command) else {
         return false;
     };
-    let Some(k) = launch_len(&words) else {
-        return false;
-    };
-    let n = words.len();
-    n >= k + 3 && words[n - 3] == "hook" && words[n - 2] == harness.name()
+    matches!(after_globals(&words), Some([hook, name, _event]) if hook == "hook" && name == harness.name())
 }
 
 /// The words a POSIX shell would split a simple command into (quotes and backslashes
@@ -341,16 +362,33 @@ fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<Invocation> {
         .into());
     }
     let mut launcher = Vec::new();
-    let program = match (&args.binary, args.launcher) {
-        (_, Some(l)) => {
+    let program = match (args.launcher, &args.binary) {
+        (Some(l @ (LauncherArg::Uvx | LauncherArg::Npx | LauncherArg::PathLookup)), Some(b)) => {
+            return Err(Error::Invalid(format!(
+                "--binary {} names a program by its path, and --launcher {} starts mailroom another way; use one of them",
+                b.display(),
+                launcher_name(l)
+            ))
+            .into());
+        }
+        (Some(l @ (LauncherArg::Uvx | LauncherArg::Npx)), None) => {
             let (runner, words) = match l {
                 LauncherArg::Uvx => LAUNCHERS[0],
-                LauncherArg::Npx => LAUNCHERS[1],
+                _ => LAUNCHERS[1],
             };
             launcher = words.iter().map(|w| (*w).to_owned()).collect();
             runner.to_owned()
         }
-        (Some(b), None) => {
+        (Some(LauncherArg::PathLookup), None) => {
+            if on_path("mailroom").is_none() {
+                return Err(Error::Invalid(
+                    "`mailroom` is not on PATH, so the harness could not start it as plain `mailroom`; put it on PATH, or leave out --launcher path-lookup to write this program's own path".into(),
+                )
+                .into());
+            }
+            "mailroom".to_owned()
+        }
+        (_, Some(b)) => {
             use std::os::unix::fs::PermissionsExt as _;
             if !b.is_absolute() {
                 return Err(Error::Invalid(format!(
@@ -372,21 +410,7 @@ fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<Invocation> {
                 .ok_or_else(|| Error::Invalid(format!("--binary {} is not UTF-8", b.display())))?
                 .to_owned()
         }
-        (None, None) => {
-            if on_path("mailroom").is_none() {
-                let here = std::env::current_exe()
-                    .ok()
-                    .and_then(|p| std::fs::canonicalize(p).ok())
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| "/path/to/mailroom".into());
-                return Err(Error::Invalid(format!(
-                    "`mailroom` is not on PATH, so the harness could not start it; put it on PATH, or run again with --binary {}",
-                    shell_quote(&here)
-                ))
-                .into());
-            }
-            "mailroom".to_owned()
-        }
+        (Some(LauncherArg::Path) | None, None) => own_path()?,
     };
     let mut global = Vec::new();
     if let Some(who) = &cli.as_ {
@@ -433,6 +457,44 @@ fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<Invocation> {
         launcher,
         global,
     })
+}
+
+fn launcher_name(l: LauncherArg) -> &'static str {
+    match l {
+        LauncherArg::Path => "path",
+        LauncherArg::PathLookup => "path-lookup",
+        LauncherArg::Uvx => "uvx",
+        LauncherArg::Npx => "npx",
+    }
+}
+
+/// This program's own absolute path, links resolved, for the configs to start: a harness's
+/// PATH is often not the shell's (an app started from a desktop, a login shell's profile not
+/// read), and an absolute path starts the same mailroom whatever it holds.
+fn own_path() -> Result<String> {
+    let unknown = |why: String| -> anyhow::Error {
+        Error::Invalid(format!(
+            "cannot tell where this mailroom program is ({why}); name it with --binary PATH, or use --launcher path-lookup to write plain `mailroom`"
+        ))
+        .into()
+    };
+    let exe = std::env::current_exe()
+        .and_then(std::fs::canonicalize)
+        .map_err(|e| unknown(e.to_string()))?;
+    let text = exe
+        .to_str()
+        .ok_or_else(|| unknown(format!("{} is not UTF-8", exe.display())))?;
+    // A package runner's cache (npx's `_npx`, uv's `archive-v0`) is emptied at its own pace:
+    // the path would stop working when it is.
+    if exe
+        .components()
+        .any(|c| matches!(c.as_os_str().to_str(), Some("_npx" | "archive-v0")))
+    {
+        crate::errln!(
+            "warning: this mailroom runs from a package runner's cache ({text}), which may be cleared; run setup again with --launcher uvx or --launcher npx to start it through the runner"
+        );
+    }
+    Ok(text.to_owned())
 }
 
 /// Whether a harness is on this machine: its program on PATH, or its user config folder.
@@ -617,6 +679,11 @@ mod tests {
             "npx -y other-cli hook claude Stop",
             "npx -y mailroom-cli hook gemini AfterAgent",
             "/usr/bin/uvx --from mailroom-cli mailroom hook claude Stop",
+            "mailroom --url postgres://h/d hook claude Stop",
+            "mailroom --as a@web --as b@web hook claude Stop",
+            "mailroom --as --home hook claude Stop",
+            "mailroom hook claude Stop now",
+            "mailroom-beta hook claude Stop",
         ] {
             assert!(!is_ours(not, claude), "{not}");
         }

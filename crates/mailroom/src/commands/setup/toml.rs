@@ -3,8 +3,6 @@
 //! keeps their hooks there (Codex reads hooks from `hooks.json` and from `config.toml`, and
 //! warns when both hold some: "prefer a single representation").
 
-use std::path::Path;
-
 use anyhow::{Result, anyhow};
 use serde_json::Value;
 
@@ -28,15 +26,25 @@ fn forwards_as_setup_does(t: &dyn toml_edit::TableLike) -> bool {
     }
 }
 
-/// Whether a `[mcp_servers.mailroom]` table is as some setup writes it: `command` (a program
-/// named `mailroom`), `args` and setup's `env_vars`, nothing else.
+/// Whether a `[mcp_servers.mailroom]` table is as some setup writes it, for any install of
+/// mailroom: `command` and `args` a command line setup writes (`super::is_our_server`),
+/// setup's `env_vars` or none, nothing else.
 fn toml_setup_shaped(t: &dyn toml_edit::TableLike) -> bool {
+    let argv: Option<Vec<String>> = t.get("command").and_then(|c| c.as_str()).and_then(|c| {
+        let args: Option<Vec<String>> = match t.get("args") {
+            None => Some(Vec::new()),
+            Some(a) => a
+                .as_array()?
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+        };
+        Some(std::iter::once(c.to_owned()).chain(args?).collect())
+    });
     forwards_as_setup_does(t)
         && t.iter()
             .all(|(k, _)| k == "command" || k == "args" || k == "env_vars")
-        && t.get("command")
-            .and_then(|c| c.as_str())
-            .is_some_and(|c| Path::new(c).file_name().is_some_and(|n| n == "mailroom"))
+        && argv.is_some_and(|a| super::is_our_server(&a))
 }
 
 /// Whether a `[mcp_servers.mailroom]` table is exactly what setup writes now (or wrote before
@@ -399,13 +407,14 @@ fn remove_hooks(
     doc: &mut toml_edit::DocumentMut,
     events: &[HookEntry],
     rec: Option<&Record>,
+    is_ours: &dyn Fn(&str) -> bool,
 ) -> Result<()> {
     for entry in events {
         let wanted = jsonc::entry_value(entry, false);
         if let Some(groups) = event_groups(doc, entry.event, false)? {
             remove_commands(groups, &|v| match rec {
                 Some(r) => r.hooks.contains(v),
-                None => *v == wanted,
+                None => jsonc::hook_shaped(v, &wanted, is_ours),
             });
         }
         for r in rec.map(|r| r.replaced.as_slice()).unwrap_or_default() {
@@ -470,13 +479,12 @@ fn table_text(item: &str) -> String {
 }
 
 /// Codex's `config.toml` with setup's server taken out (with a record: the entry setup wrote;
-/// without: only one exactly as setup writes it now) and what it replaced put back.
+/// without: only one exactly as some setup writes it) and what it replaced put back.
 pub(super) fn remove(
     text: Option<&str>,
-    command: &str,
-    args: &[String],
     hooks: &[HookEntry],
     rec: Option<&Record>,
+    is_ours: &dyn Fn(&str) -> bool,
 ) -> Result<Option<String>> {
     let Some(source) = text else { return Ok(None) };
     let mut doc: toml_edit::DocumentMut = source
@@ -497,7 +505,7 @@ pub(super) fn remove(
             None => servers
                 .get("mailroom")
                 .and_then(|s| s.as_table_like())
-                .is_some_and(|t| toml_exactly(t, command, args)),
+                .is_some_and(toml_setup_shaped),
         };
         if ours {
             servers.remove("mailroom");
@@ -537,7 +545,7 @@ pub(super) fn remove(
         doc.remove("mcp_servers");
     }
     if !hooks.is_empty() {
-        remove_hooks(&mut doc, hooks, rec)?;
+        remove_hooks(&mut doc, hooks, rec, is_ours)?;
     }
     let out = doc.to_string();
     // A file setup created that holds nothing else goes away.
