@@ -20,6 +20,9 @@ pub struct Env {
     pub cwd: Option<PathBuf>,
     /// `MAILROOM_URL`: a PostgreSQL store.
     pub url: Option<String>,
+    /// `MAILROOM_ENFORCE_RESERVATIONS`: whether the pre-edit hook refuses an edit under another
+    /// agent's lease, as written (read by [`Ctx::enforce_reservations`]).
+    pub enforce_reservations: Option<String>,
 }
 
 impl Env {
@@ -31,6 +34,9 @@ impl Env {
             as_: std::env::var("MAILROOM_AS").ok(),
             cwd: std::env::current_dir().ok(),
             url: std::env::var("MAILROOM_URL").ok().filter(|v| !v.is_empty()),
+            enforce_reservations: std::env::var("MAILROOM_ENFORCE_RESERVATIONS")
+                .ok()
+                .filter(|v| !v.is_empty()),
         }
     }
 }
@@ -47,6 +53,8 @@ pub struct Ctx {
     /// The JSON document a command had ready when it failed: printed with the error object
     /// inside, so stdout holds one document.
     pub failed_report: Option<serde_json::Value>,
+    /// `enforce_reservations` in `.mailroom.toml`.
+    config_enforce: Option<bool>,
 }
 
 impl Ctx {
@@ -98,10 +106,11 @@ impl Ctx {
             (None, Some(h)) => h.clone(),
             (None, None) => default_home()?,
         };
-        let (repo, config_url) = match env.cwd.as_deref().map(find_repo).transpose()? {
-            Some(Some((repo, url))) => (Some(repo), url),
-            _ => (None, None),
-        };
+        let (repo, config_url, config_enforce) =
+            match env.cwd.as_deref().map(find_repo).transpose()? {
+                Some(Some((repo, config))) => (Some(repo), config.url, config.enforce_reservations),
+                _ => (None, None, None),
+            };
         // Where the mailroom is, first found wins: `--url`, `--home`, `MAILROOM_URL`,
         // `MAILROOM_HOME`, `url` in `.mailroom.toml`, the default home.
         let place = match (&cli.url, &cli.home, &env.url, &env.home, config_url) {
@@ -140,7 +149,23 @@ impl Ctx {
             json: cli.json,
             identity: None,
             failed_report: None,
+            config_enforce,
         })
+    }
+
+    /// Whether an edit under another agent's exclusive lease is refused rather than told of:
+    /// `MAILROOM_ENFORCE_RESERVATIONS` (`1`/`true`/`on` or `0`/`false`/`off`) when set, else
+    /// `enforce_reservations` in `.mailroom.toml`, else not.
+    pub fn enforce_reservations(&self, env: &Env) -> Result<bool> {
+        match env.enforce_reservations.as_deref().map(str::trim) {
+            Some("1" | "true" | "on" | "yes") => Ok(true),
+            Some("0" | "false" | "off" | "no") => Ok(false),
+            Some(other) => Err(Error::Invalid(format!(
+                "MAILROOM_ENFORCE_RESERVATIONS is '{other}'; set it to 1 (refuse edits under another agent's lease) or 0 (tell of them), or unset it"
+            ))
+            .into()),
+            None => Ok(self.config_enforce.unwrap_or(false)),
+        }
     }
 
     pub fn mailroom(&self) -> Mailroom<'_> {
@@ -263,10 +288,18 @@ struct RepoConfig {
     project: Option<String>,
     handle: Option<String>,
     url: Option<String>,
+    /// The pre-edit hook refuses an edit under another agent's lease.
+    enforce_reservations: Option<bool>,
+}
+
+/// What `.mailroom.toml` says about everything but the identity.
+struct RepoSettings {
+    url: Option<String>,
+    enforce_reservations: Option<bool>,
 }
 
 /// The git checkout around `cwd` (the nearest ancestor holding `.git`), without running git.
-fn find_repo(cwd: &Path) -> Result<Option<(Repo, Option<String>)>> {
+fn find_repo(cwd: &Path) -> Result<Option<(Repo, RepoSettings)>> {
     let Some(top) = cwd.ancestors().find(|d| d.join(".git").exists()) else {
         return Ok(None);
     };
@@ -278,13 +311,13 @@ fn find_repo(cwd: &Path) -> Result<Option<(Repo, Option<String>)>> {
         Ok(contents) => {
             let text = String::from_utf8(contents.bytes).map_err(|_| {
                 Error::Invalid(format!(
-                    "{} is not UTF-8 text; it takes the keys project, handle and url",
+                    "{} is not UTF-8 text; it takes the keys project, handle, url and enforce_reservations",
                     config_path.display()
                 ))
             })?;
             toml::from_str::<RepoConfig>(&text).map_err(|e| {
                 Error::Invalid(format!(
-                    "{} is not valid: {}; it takes the keys project, handle and url",
+                    "{} is not valid: {}; it takes the keys project, handle, url and enforce_reservations",
                     config_path.display(),
                     e.message()
                 ))
@@ -300,7 +333,7 @@ fn find_repo(cwd: &Path) -> Result<Option<(Repo, Option<String>)>> {
         }
         Err(ReadError::TooLarge(_)) => {
             return Err(Error::Invalid(format!(
-                "{} is over {MAX_CONFIG_BYTES} bytes; it takes the keys project, handle and url",
+                "{} is over {MAX_CONFIG_BYTES} bytes; it takes the keys project, handle, url and enforce_reservations",
                 config_path.display()
             ))
             .into());
@@ -315,7 +348,10 @@ fn find_repo(cwd: &Path) -> Result<Option<(Repo, Option<String>)>> {
             config_project: config.project,
             config_handle: config.handle,
         },
-        config.url,
+        RepoSettings {
+            url: config.url,
+            enforce_reservations: config.enforce_reservations,
+        },
     )))
 }
 

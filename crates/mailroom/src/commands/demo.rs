@@ -65,6 +65,7 @@ pub fn run() -> Result<()> {
             as_: None,
             cwd: None,
             url: None,
+            enforce_reservations: None,
         },
         store: FsStore::new(&home),
     };

@@ -93,7 +93,16 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
             harness::event_names(harness)
         );
     };
-    let input = read_input(USED_FIELDS)?;
+    // After a tool, on a harness whose hook before a tool cannot show context, the notice of
+    // an edit under another agent's lease rides with the mail.
+    let after_edit = harness
+        .pre_edit()
+        .filter(|p| !p.context_before && event == HookEvent::PostToolUse);
+    let input = if after_edit.is_some() {
+        read_input(&[USED_FIELDS, &["tool_name", "tool_input"]].concat())?
+    } else {
+        read_input(USED_FIELDS)?
+    };
     // A hook that cannot add context (Cursor's `beforeSubmitPrompt`) answers nothing and
     // consumes nothing, so the mail is still news at the next tool call or at the stop.
     if !harness.answers(event) {
@@ -111,6 +120,10 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
             .and_then(Value::as_u64)
             .is_some_and(|n| n > 0);
     let mut ctx = Ctx::new_quick(cli, &env)?;
+    let lease_notice = match after_edit {
+        Some(pre) => super::reserve::after_edit(&ctx, &env, &pre, &input)?,
+        None => None,
+    };
     // After every tool call: when nothing was delivered since the last injection, say nothing
     // before paying for the identity's spelling (the project file, the roster entry) or the
     // words of hints. The address's cheap parts name the mailbox; a miss or any doubt (an
@@ -119,7 +132,7 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
         && let Ok(Some(cheap)) = mailroom_core::identity::resolve(&ctx.inputs)
         && ctx.mailroom().nothing_new(&cheap.address).unwrap_or(false)
     {
-        return Ok(None);
+        return Ok(harness.render(event, lease_notice, None));
     }
     // No identity (not in a repository, nothing set): the hook stays silent.
     let Some(identity) = ctx.identity()? else {
@@ -129,7 +142,11 @@ fn answer(cli: &Cli, env: &Env) -> Result<Option<Value>> {
     let answer = ctx
         .mailroom()
         .hook(&identity.address, event, stop_hook_active, BUDGET, &words)?;
-    Ok(harness.render(event, answer.context, answer.block_stop))
+    let context = match (lease_notice, answer.context) {
+        (Some(notice), Some(mail)) => Some(format!("{notice}\n\n{mail}")),
+        (notice, mail) => notice.or(mail),
+    };
+    Ok(harness.render(event, context, answer.block_stop))
 }
 
 /// The environment with the working directory the input names, when that is inside the

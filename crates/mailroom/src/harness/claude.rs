@@ -80,11 +80,16 @@ impl Harness for Claude {
 
     fn pre_edit(&self) -> Option<super::PreEdit> {
         // Hooks reference, PreToolUse: `tool_name` and `tool_input`; Edit, Write and
-        // MultiEdit name their file in `file_path`, NotebookEdit in `notebook_path`.
+        // MultiEdit name their file in `file_path`, NotebookEdit in `notebook_path`;
+        // `additionalContext` reaches the model and the tool still runs.
+        const MATCHER: &str = "Edit|Write|MultiEdit|NotebookEdit";
         Some(super::PreEdit {
             event: "PreToolUse",
-            tools: &["Edit", "Write", "MultiEdit", "NotebookEdit"],
-            path_fields: &["file_path", "notebook_path"],
+            matcher: MATCHER,
+            files: |tool, input| {
+                super::fields_naming_files(MATCHER, &["file_path", "notebook_path"], tool, input)
+            },
+            context_before: true,
         })
     }
 

@@ -112,7 +112,78 @@ impl Harness for Codex {
         })
     }
 
+    fn pre_edit(&self) -> Option<super::PreEdit> {
+        // Codex hooks (docs: hooks, PreToolUse; codex-rs/hooks pre_tool_use): the patch tool
+        // is `apply_patch` (matchers may also say Edit or Write), its whole patch the string
+        // `tool_input.command`; `additionalContext` reaches the model and the tool still runs,
+        // `permissionDecision: "deny"` with its reason refuses it: Claude Code's shape.
+        Some(super::PreEdit {
+            event: "PreToolUse",
+            matcher: "apply_patch",
+            files: |tool, input| {
+                if tool != "apply_patch" {
+                    return Vec::new();
+                }
+                ["command", "input", "patch"]
+                    .iter()
+                    .filter_map(|f| input.get(*f))
+                    .flat_map(|v| match v {
+                        Value::String(s) => vec![s.as_str()],
+                        Value::Array(words) => words.iter().filter_map(Value::as_str).collect(),
+                        _ => Vec::new(),
+                    })
+                    .flat_map(patch_files)
+                    .collect()
+            },
+            context_before: true,
+        })
+    }
+
     fn project_note(&self) -> Option<&'static str> {
         Some("codex reads .codex/ only in a project you trust")
+    }
+}
+
+/// The files an `apply_patch` patch adds, deletes, updates or moves to (its grammar:
+/// `*** Add File: PATH`, `*** Delete File: PATH`, `*** Update File: PATH`, `*** Move to: PATH`).
+fn patch_files(patch: &str) -> Vec<String> {
+    const HEADERS: [&str; 4] = [
+        "*** Add File: ",
+        "*** Delete File: ",
+        "*** Update File: ",
+        "*** Move to: ",
+    ];
+    patch
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            HEADERS
+                .iter()
+                .find_map(|h| line.strip_prefix(h))
+                .map(|p| p.trim().to_owned())
+        })
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_patch_names_every_file_it_touches() {
+        let patch = "*** Begin Patch\n*** Add File: a.txt\n+x\n*** Update File: src/b.rs\n*** Move to: src/c.rs\n@@\n-1\n+2\n*** Delete File: d.md\n*** End Patch\n";
+        assert_eq!(
+            patch_files(patch),
+            ["a.txt", "src/b.rs", "src/c.rs", "d.md"]
+        );
+        let pre = Codex.pre_edit().expect("codex has a pre-edit hook");
+        let files = |tool: &str, input: Value| (pre.files)(tool, &input);
+        assert_eq!(files("apply_patch", json!({"command": patch})).len(), 4);
+        assert_eq!(
+            files("apply_patch", json!({"command": ["apply_patch", patch]})).len(),
+            4
+        );
+        assert!(files("exec_command", json!({"cmd": patch})).is_empty());
     }
 }

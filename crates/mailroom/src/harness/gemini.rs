@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use mailroom_core::ops::HookEvent::{self, *};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::{Harness, hook_entries, stdio};
 use crate::commands::setup::jsonc::JsonPiece;
@@ -29,6 +29,26 @@ impl Harness for Gemini {
             PostToolUse => "AfterTool",
             Stop => "AfterAgent",
         }
+    }
+
+    fn pre_edit(&self) -> Option<super::PreEdit> {
+        // Gemini CLI's hooks reference, BeforeTool: `tool_name` and `tool_input`; its file
+        // tools `write_file` and `replace` name their file in `file_path`. BeforeTool can
+        // refuse (`decision: "deny"`, whose `reason` reaches the model as the tool's error) or
+        // rewrite the input, but its `additionalContext` reaches nobody: a notice that lets
+        // the edit go ahead comes with the edit's result, from AfterTool, whose
+        // `additionalContext` is appended to it.
+        const MATCHER: &str = "write_file|replace";
+        Some(super::PreEdit {
+            event: "BeforeTool",
+            matcher: MATCHER,
+            files: |tool, input| super::fields_naming_files(MATCHER, &["file_path"], tool, input),
+            context_before: false,
+        })
+    }
+
+    fn render_pre_edit(&self, _event: &str, notice: String, _enforce: bool) -> Value {
+        json!({"decision": "deny", "reason": notice})
     }
 
     fn programs(&self) -> &'static [&'static str] {

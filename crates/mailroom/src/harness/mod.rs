@@ -86,15 +86,16 @@ pub(crate) trait Harness: Sync {
     }
 
     /// The hook that runs before an edit tool, when the harness has one mailroom answers
-    /// (file reservations): its event name and the tools it is about.
+    /// (file reservations): its event name, the tools it is about and where their input names
+    /// the files.
     fn pre_edit(&self) -> Option<PreEdit> {
         None
     }
 
     /// The pre-edit hook's answer: `notice` reaches the model as context and the edit goes
     /// ahead, or with `enforce` the edit is refused with the same words. Claude Code's shape
-    /// (hooks reference, PreToolUse): `additionalContext` is shown to the model;
-    /// `permissionDecision: "deny"` refuses the call, its reason shown to the model.
+    /// (hooks reference, PreToolUse), which Codex shares: `additionalContext` is shown to the
+    /// model; `permissionDecision: "deny"` refuses the call, its reason shown to the model.
     fn render_pre_edit(&self, event: &str, notice: String, enforce: bool) -> Value {
         if enforce {
             json!({"hookSpecificOutput": {
@@ -118,9 +119,38 @@ pub(crate) trait Harness: Sync {
 pub(crate) struct PreEdit {
     /// The harness's event name, as `hook HARNESS EVENT` takes it.
     pub event: &'static str,
-    /// The tools that edit files, and the fields of their input naming the file.
-    pub tools: &'static [&'static str],
-    pub path_fields: &'static [&'static str],
+    /// The tools that edit files, `|`-joined as setup's matcher writes them.
+    pub matcher: &'static str,
+    /// The files one call of an edit tool named `tool` changes, from its `tool_input`: none
+    /// for any other tool.
+    pub files: fn(tool: &str, input: &Value) -> Vec<String>,
+    /// Whether the hook before a tool can show the model context and let the tool run. When
+    /// it cannot (only a refusal's reason reaches the model), the notice that lets the edit go
+    /// ahead comes with the edit's result, from the hook after a tool.
+    pub context_before: bool,
+}
+
+impl PreEdit {
+    /// Whether `tool` is one of the edit tools.
+    pub fn edits(&self, tool: &str) -> bool {
+        self.matcher.split('|').any(|t| t == tool)
+    }
+}
+
+/// The files named by the string fields `fields` of `input`, for the edit tools of `matcher`.
+pub(crate) fn fields_naming_files(
+    matcher: &str,
+    fields: &[&str],
+    tool: &str,
+    input: &Value,
+) -> Vec<String> {
+    if !matcher.split('|').any(|t| t == tool) {
+        return Vec::new();
+    }
+    fields
+        .iter()
+        .filter_map(|f| input.get(*f)?.as_str().map(str::to_owned))
+        .collect()
 }
 
 impl PartialEq for dyn Harness {

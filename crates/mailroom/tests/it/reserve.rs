@@ -275,7 +275,246 @@ fn the_pre_edit_hook_tells_the_model_of_anothers_lease_and_is_silent_otherwise(h
     );
 }
 
+/// One hook run: exit 0, no warning, its stdout.
+fn hook_out(home: &Home, who: &str, args: &[&str], input: &str) -> String {
+    let run = home.as_(who, args).stdin(input.to_owned()).run();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.stderr, "", "no warning");
+    run.stdout
+}
+
+fn notice_names_the_lease(text: &str, path: &str, ending: &str) {
+    for needle in [
+        "UNTRUSTED DATA",
+        &format!("{path} is reserved: web@shop holds 'src/api/**' until "),
+        "for \"moving the users endpoint\"",
+        "mailroom send --to web@shop",
+        ending,
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
+/// Codex's patch tool: `apply_patch`, its patch in `tool_input.command`; every file the patch
+/// adds, updates, deletes or moves to is checked. Claude Code's answer shape.
+fn codex_pre_tool_use_reads_the_files_of_a_patch(home: &Home) {
+    home.as_(
+        "web@shop",
+        [
+            "reserve",
+            "src/api/**",
+            "--reason",
+            "moving the users endpoint",
+        ],
+    )
+    .ok();
+    let patch = |file: &str| {
+        serde_json::json!({
+            "cwd": "/nonexistent",
+            "tool_name": "apply_patch",
+            "tool_input": {"command": format!(
+                "*** Begin Patch\n*** Update File: README.md\n@@\n-a\n+b\n*** Add File: {file}\n+x\n*** End Patch\n"
+            )},
+        })
+        .to_string()
+    };
+    let hook = ["hook", "codex", "PreToolUse"];
+    assert_eq!(hook_out(home, "db@shop", &hook, &patch("docs/x.md")), "");
+    assert_eq!(
+        hook_out(home, "web@shop", &hook, &patch("src/api/x.rs")),
+        ""
+    );
+    let shell = r#"{"tool_name":"exec_command","tool_input":{"cmd":"*** Add File: src/api/x.rs"}}"#;
+    assert_eq!(hook_out(home, "db@shop", &hook, shell), "");
+    let v: Value = serde_json::from_str(&hook_out(home, "db@shop", &hook, &patch("src/api/x.rs")))
+        .expect("one JSON answer");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    notice_names_the_lease(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .expect("context for the model"),
+        "src/api/x.rs",
+        "The edit goes ahead",
+    );
+    let v: Value = serde_json::from_str(&hook_out(
+        home,
+        "db@shop",
+        &["hook", "codex", "PreToolUse", "--enforce"],
+        &patch("src/api/x.rs"),
+    ))
+    .expect("one JSON answer");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    notice_names_the_lease(
+        v["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .expect("the refusal's reason"),
+        "src/api/x.rs",
+        "The edit was refused",
+    );
+}
+
+/// Gemini CLI's BeforeTool shows the model only a refusal: enforcing, it refuses
+/// `write_file`/`replace` with the notice as the reason; otherwise it is silent and the notice
+/// comes with the edit's result from AfterTool (whose context Gemini CLI appends to it).
+fn gemini_refuses_before_the_tool_or_tells_after_it(home: &Home) {
+    home.as_(
+        "web@shop",
+        [
+            "reserve",
+            "src/api/**",
+            "--reason",
+            "moving the users endpoint",
+        ],
+    )
+    .ok();
+    let call = |tool: &str, file: &str| {
+        serde_json::json!({
+            "tool_name": tool,
+            "tool_input": {"file_path": file, "old_string": "a", "new_string": "b"},
+            "tool_response": {"llmContent": "ok"},
+        })
+        .to_string()
+    };
+    let before = ["hook", "gemini", "BeforeTool"];
+    assert_eq!(
+        hook_out(
+            home,
+            "db@shop",
+            &before,
+            &call("write_file", "src/api/x.rs")
+        ),
+        ""
+    );
+    let enforcing = ["hook", "gemini", "BeforeTool", "--enforce"];
+    assert_eq!(
+        hook_out(
+            home,
+            "db@shop",
+            &enforcing,
+            &call("read_file", "src/api/x.rs")
+        ),
+        ""
+    );
+    assert_eq!(
+        hook_out(home, "db@shop", &enforcing, &call("replace", "README.md")),
+        ""
+    );
+    let v: Value = serde_json::from_str(&hook_out(
+        home,
+        "db@shop",
+        &enforcing,
+        &call("replace", "src/api/x.rs"),
+    ))
+    .expect("one JSON answer");
+    assert_eq!(v["decision"], "deny");
+    notice_names_the_lease(
+        v["reason"].as_str().expect("the refusal's reason"),
+        "src/api/x.rs",
+        "The edit was refused",
+    );
+    // After the tool: the notice, with nothing new in the mailbox and then with new mail.
+    let after = ["hook", "gemini", "AfterTool"];
+    assert_eq!(
+        hook_out(home, "db@shop", &after, &call("replace", "README.md")),
+        ""
+    );
+    let v: Value = serde_json::from_str(&hook_out(
+        home,
+        "db@shop",
+        &after,
+        &call("write_file", "src/api/x.rs"),
+    ))
+    .expect("one JSON answer");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "AfterTool");
+    notice_names_the_lease(
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .expect("context"),
+        "src/api/x.rs",
+        "The edit went ahead",
+    );
+    home.send("web@shop", "db@shop", "MAIL-FOR-DB");
+    let v: Value = serde_json::from_str(&hook_out(
+        home,
+        "db@shop",
+        &after,
+        &call("replace", "src/api/y.rs"),
+    ))
+    .expect("one JSON answer");
+    let text = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .expect("context");
+    notice_names_the_lease(text, "src/api/y.rs", "The edit went ahead");
+    assert!(text.contains("MAIL-FOR-DB"), "{text}");
+}
+
+/// Refusal without editing the hooks: `enforce_reservations = true` in `.mailroom.toml`, or
+/// `MAILROOM_ENFORCE_RESERVATIONS`, which wins over the file either way.
+#[test]
+fn enforcing_comes_from_the_repository_config_or_the_environment() {
+    let home = Home::new();
+    let repo = home.root().join("work").join("shop");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&repo)
+        .status()
+        .unwrap();
+    assert!(git.success());
+    home.as_("web@shop", ["reserve", "src/api"]).ok();
+    let input = r#"{"tool_name":"Write","tool_input":{"file_path":"src/api/x.rs","content":""}}"#;
+    let decision = |env: Option<&str>| {
+        let mut c = home.as_("db@shop", ["hook", "claude", "PreToolUse"]);
+        c.current_dir(&repo).stdin(input);
+        if let Some(v) = env {
+            c.env("MAILROOM_ENFORCE_RESERVATIONS", v);
+        }
+        let run = c.run();
+        assert_eq!(run.code, 0);
+        let v: Value = serde_json::from_str(&run.stdout).expect("one JSON answer");
+        (
+            v["hookSpecificOutput"]["permissionDecision"].clone(),
+            run.stderr,
+        )
+    };
+    assert_eq!(decision(None).0, Value::Null);
+    assert_eq!(decision(Some("1")).0, "deny");
+    std::fs::write(repo.join(".mailroom.toml"), "enforce_reservations = true\n").unwrap();
+    assert_eq!(decision(None).0, "deny");
+    assert_eq!(decision(Some("off")).0, Value::Null);
+    // A value that means neither: the hook warns and says nothing (the session goes on).
+    let run = home
+        .as_("db@shop", ["hook", "claude", "PreToolUse"])
+        .current_dir(&repo)
+        .stdin(input)
+        .env("MAILROOM_ENFORCE_RESERVATIONS", "sometimes")
+        .run();
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""));
+    assert!(
+        run.stderr
+            .contains("MAILROOM_ENFORCE_RESERVATIONS is 'sometimes'; set it to 1"),
+        "{}",
+        run.stderr
+    );
+    std::fs::write(
+        repo.join(".mailroom.toml"),
+        "enforce_reservations = \"yes\"\n",
+    )
+    .unwrap();
+    let run = home
+        .as_("db@shop", ["check", "README.md"])
+        .current_dir(&repo)
+        .fails(2);
+    assert!(
+        run.stderr.contains("enforce_reservations"),
+        "{}",
+        run.stderr
+    );
+}
+
 both_stores!(
+    codex_pre_tool_use_reads_the_files_of_a_patch,
+    gemini_refuses_before_the_tool_or_tells_after_it,
     reserve_refuses_a_conflict_naming_holder_pattern_reason_and_expiry,
     reserving_again_renews_and_keeps_the_id,
     check_exits_4_naming_the_lease_and_0_for_the_holder_and_free_paths,

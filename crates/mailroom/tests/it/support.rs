@@ -108,6 +108,7 @@ impl Home {
         let mut cmd = Command::new(BIN);
         cmd.env_remove("MAILROOM_AS")
             .env_remove("MAILROOM_URL")
+            .env_remove("MAILROOM_ENFORCE_RESERVATIONS")
             .env("MAILROOM_HOME", self.path())
             .env("TMPDIR", self.root())
             .current_dir(self.root().join("work"));
