@@ -1,7 +1,8 @@
 // The operator's console in a real browser (Debian's chromium driven by playwright-core):
 // an agent's hold request appears live, the operator answers it in the page and the agent's
-// inbox shows the answer; compose; a channel's timeline; search; and the XSS table, where no
-// payload may run a script, open a dialog or make a request leave the page.
+// inbox shows the answer; compose; a channel's timeline; search; a file reservation listed on
+// the projects page and released there; and the XSS table, where no payload may run a script,
+// open a dialog or make a request leave the page.
 //
 // Usage: node console.mjs MAILROOM_BIN [SCREENSHOT_DIR] [--docs DIR] [--latency N]
 import { execFileSync, spawn } from 'node:child_process';
@@ -160,9 +161,26 @@ try {
   check(await page.locator('ol.timeline li.entry').count() === 3, 'search finds the three entries about shards');
   await page.screenshot({ path: join(shots, 'search.png'), fullPage: true });
 
+  // A file reservation: listed on the projects page, released there by the operator, gone.
+  mr('bob@web', 'reserve', 'src/api/**', '--ttl', '1h', '--reason', 'moving the users endpoint');
+  const lease = mrJson('bob@web', 'reservations').reservations.find((l) => l.holder === 'bob@web').id;
+  check(refused('alice@web', 'check', 'src/api/users.rs') === 4, "another agent's check meets bob's lease");
   await page.goto(base + '/projects');
   check((await page.locator('tr.inactive').count()) === 1, 'the projects page shows the inactive member');
+  const leaseRow = page.locator(`tr[data-lease="${lease}"]`);
+  check(await leaseRow.count() === 1, 'the projects page lists the lease');
+  const cells = await leaseRow.locator('td').allInnerTexts();
+  check(cells[0] === 'bob@web' && cells[1] === 'src/api/**' && cells[2] === 'exclusive' &&
+    cells[3] === 'moving the users endpoint' && / UTC \(in \d+[smhd]\)$/.test(cells[4]),
+    "the lease's holder, pattern, kind, reason and expiry: " + JSON.stringify(cells));
   await page.screenshot({ path: join(shots, 'projects.png'), fullPage: true });
+  const [released] = await Promise.all([page.waitForResponse(base + '/release'), page.waitForNavigation(),
+    leaseRow.getByRole('button', { name: 'Release src/api/** held by bob@web' }).click()]);
+  check(released.status() === 303, 'the release was accepted: ' + released.status());
+  check(page.url() === base + '/projects', 'the operator is back on the projects page: ' + page.url());
+  check(await page.locator('tr[data-lease]').count() === 0, 'the released lease is gone from the page');
+  check(mrJson('alice@web', 'reservations').reservations.length === 0, 'the released lease is gone from the store');
+  check(refused('alice@web', 'check', 'src/api/users.rs') === 0, 'another agent may edit the files now');
 
   // The XSS table: every payload in every free-text field an agent controls.
   const payloads = [

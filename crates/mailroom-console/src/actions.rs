@@ -1,12 +1,13 @@
 //! The state-changing requests, each a POST from the console's own forms carrying this run's
-//! CSRF token: reply (reaches the sender, closes HUMAN's copy), done, send. Invariant: a form
-//! without the token changes nothing; each action is one core operation.
+//! CSRF token: reply (reaches the sender, closes HUMAN's copy), done, send, release (another
+//! agent's file reservation, as HUMAN may). Invariant: a form without the token changes nothing;
+//! each action is one core operation.
 
 use axum::extract::{FromRequest, Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use mailroom_core::ops::Draft;
-use mailroom_core::{Address, Kind, MemberStatus, Name, Priority};
+use mailroom_core::ops::{Draft, Release};
+use mailroom_core::{Address, Kind, MemberStatus, MessageId, Name, Priority};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
@@ -108,6 +109,35 @@ pub async fn done(
 ) -> Result<Response, Failure> {
     let id = f.id;
     c.blocking(move |mr, me| mr.done(me, &[id])).await??;
+    Ok(see_other(&f.back))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ReleaseForm {
+    project: String,
+    id: String,
+    #[serde(default)]
+    back: String,
+}
+
+/// Releases one lease by its whole id, as `mailroom --as HUMAN release ID` does.
+pub async fn release(
+    State(c): State<Console>,
+    PageForm(f): PageForm<ReleaseForm>,
+) -> Result<Response, Failure> {
+    let project = Name::parse(f.project.trim()).map_err(|e| {
+        Failure::bad(format!(
+            "this form names no valid project ({e}): reload the page and try again."
+        ))
+    })?;
+    // The page sends a lease's whole id: a part of one could name another lease.
+    let id = MessageId::parse(f.id.trim())
+        .ok_or_else(|| {
+            Failure::bad("this form names no whole lease id: reload the page and try again.")
+        })?
+        .to_string();
+    c.blocking(move |mr, me| mr.release(me, &project, &Release::Id(id)))
+        .await??;
     Ok(see_other(&f.back))
 }
 

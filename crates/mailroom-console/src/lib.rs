@@ -16,15 +16,16 @@
 //! an IP literal or `localhost` with the port, the run's token from the URL turned into an HttpOnly
 //! SameSite=Strict cookie, same-origin POSTs; the CSP and hardening headers on every answer; then
 //! `whole_body`, which reads a POST's body within `Limits::body` and 2 MiB before its handler
-//! runs), `pages` (GET handlers: decisions, inbox, compose, projects, channels, a channel, one
-//! channel entry, a thread, one message of HUMAN's mailbox or outbox, search; a subject links to
+//! runs), `pages` (GET handlers: decisions, inbox, compose, projects with their active file
+//! reservations, channels, a channel, one channel entry, a thread, one message of HUMAN's
+//! mailbox or outbox, search; a subject links to
 //! the page that shows its message whole: `/m/ID` for HUMAN's copies and sent mail,
 //! `/channel/PROJECT/NAME/ID` for a channel entry; each one blocking task over the core), every
 //! handler driven on a blocking thread (`off_the_runtime`), so the one-thread runtime only moves
 //! bytes and a long page never holds up another request or an event stream, `actions` (POST
 //! handlers behind `PageForm`, which checks the form's CSRF token before reading any other field,
 //! 403, then deserializes the rest, 400, both in the console's words; each calling one operation:
-//! `reply`, `done`, `send`/`post`); pages and actions call only `Mailroom`'s operations, never the
+//! `reply`, `done`, `send`/`post`, `release` of a file reservation); pages and actions call only `Mailroom`'s operations, never the
 //! store, `live` (server-sent events: one `Mailroom::watch` of `HUMAN` per server on a blocking
 //! thread, started by the first open stream and cancelled when the last one closes or the server
 //! stops, fanned out through a `broadcast` channel; each stream first announces what is pending and
@@ -150,6 +151,7 @@ pub fn router(console: Console) -> Router {
         .route("/reply", post(actions::reply))
         .route("/done", post(actions::done))
         .route("/send", post(actions::send))
+        .route("/release", post(actions::release))
         .fallback(view::not_found)
         .layer(axum::middleware::from_fn(off_the_runtime))
         .layer(axum::middleware::from_fn_with_state(

@@ -1,6 +1,6 @@
 //! The pages (GET only, nothing changes state except opening one message, which marks it
-//! read as `mailroom read` does): decisions, inbox, compose, projects, channels, a channel's
-//! timeline, a thread, one message, search.
+//! read as `mailroom read` does): decisions, inbox, compose, projects (with their active file
+//! reservations), channels, a channel's timeline, a thread, one message, search.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::response::Response;
 use jiff::Timestamp;
 use mailroom_core::{
-    Address, Kind, Mailroom, Member, MemberStatus, Message, MessageId, Name, Project,
+    Address, Kind, Lease, Mailroom, Member, MemberStatus, Message, MessageId, Name, Project,
     State as MsgState, Stored,
 };
 use maud::html;
@@ -305,16 +305,18 @@ pub async fn projects(State(c): State<Console>) -> PageResult {
                         member,
                     });
                 }
-                out.push((p, rows));
+                let leases = mr.reservations(&p.name)?;
+                out.push((p, rows, leases));
             }
             Ok::<_, mailroom_core::Error>((out, human_pending))
         })
         .await??;
     let now = Timestamp::now();
+    let csrf = c.secret().csrf();
     let main = html! {
         h1 { "Projects" }
         @if projects.is_empty() { p.empty { "No projects yet: the first send creates one." } }
-        @for (p, rows) in &projects {
+        @for (p, rows, leases) in &projects {
             section.project {
                 h2 { (p.name.as_str()) " " span.policy { (p.policy.as_str()) } }
                 div.scroll {
@@ -338,6 +340,9 @@ pub async fn projects(State(c): State<Console>) -> PageResult {
                         }
                     }
                 }
+                @if !leases.is_empty() {
+                    (reservations(&p.name, leases, csrf, now))
+                }
             }
         }
     };
@@ -349,6 +354,41 @@ pub async fn projects(State(c): State<Console>) -> PageResult {
         after: newest(&pending),
     }
     .render(main))
+}
+
+/// A project's active file reservations, each with the operator's release button.
+fn reservations(project: &Name, leases: &[Lease], csrf: &str, now: Timestamp) -> maud::Markup {
+    html! {
+        h3 { "Reserved files (" (leases.len()) ")" }
+        div.scroll {
+            table.leases {
+                thead { tr {
+                    th { "Holder" } th { "Pattern" } th { "Kind" } th { "Reason" } th { "Until" }
+                    th { span.sr { "Release" } }
+                } }
+                tbody {
+                    @for l in leases {
+                        tr data-lease=(l.id) {
+                            td { a href={ "/compose?to=" (l.holder.to_string()) } { (l.holder.to_string()) } }
+                            td { code { (view::line(&l.pattern)) } }
+                            td { (if l.exclusive { "exclusive" } else { "shared" }) }
+                            td { @if let Some(r) = &l.reason { (view::line(r)) } @else { "—" } }
+                            td { time datetime=(l.until) { (l.until.strftime("%Y-%m-%d %H:%M UTC")) } " " span.age { "(in " (age(now, l.until)) ")" } }
+                            td {
+                                form.release method="post" action="/release" {
+                                    input type="hidden" name="csrf" value=(csrf);
+                                    input type="hidden" name="project" value=(project.as_str());
+                                    input type="hidden" name="id" value=(l.id);
+                                    input type="hidden" name="back" value="/projects";
+                                    button.secondary type="submit" aria-label={ "Release " (l.pattern) " held by " (l.holder.to_string()) } { "Release" }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 pub async fn channels(State(c): State<Console>) -> PageResult {

@@ -978,6 +978,122 @@ fn serve_refuses_an_unreadable_address_in_its_own_words(home: &Home) {
     }
 }
 
+/// The project's active leases, as `reservations --json` lists them.
+fn lease_ids(home: &Home) -> Vec<String> {
+    home.as_("ops@shop", ["--json", "reservations"]).json()["reservations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn serve_projects_page_lists_leases_and_the_operator_releases_one(home: &Home) {
+    // The page lists the projects the directory knows: a first send makes `shop` one.
+    home.as_(
+        "web@shop",
+        ["send", "--to", "db", "--message", "taking the API"],
+    )
+    .ok();
+    home.as_(
+        "web@shop",
+        [
+            "reserve",
+            "src/api/**",
+            "--ttl",
+            "30m",
+            "--reason",
+            "moving the users endpoint",
+        ],
+    )
+    .ok();
+    home.as_("db@shop", ["reserve", "--shared", "docs/**"]).ok();
+    home.as_("db@shop", ["check", "src/api/users.rs"]).fails(4);
+    let ids = lease_ids(home);
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    let web = home.as_("ops@shop", ["--json", "reservations"]).json()["reservations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["holder"] == "web@shop")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let c = Console::start(home);
+
+    let page = c.get("/projects");
+    assert_eq!(page.status, 200, "{page:?}");
+    let rows: Vec<&str> = page.body.split("<tr data-lease=").skip(1).collect();
+    assert_eq!(rows.len(), 2, "{}", page.body);
+    let row = rows.iter().find(|r| r.contains("web@shop")).unwrap();
+    for needle in [
+        "<code>src/api/**</code>",
+        "<td>exclusive</td>",
+        "<td>moving the users endpoint</td>",
+        " UTC</time>",
+        "<span class=\"age\">(in ",
+        "action=\"/release\"",
+        &format!("name=\"id\" value=\"{web}\""),
+        "name=\"project\" value=\"shop\"",
+    ] {
+        assert!(row.contains(needle), "{needle}: {row}");
+    }
+    let shared = rows.iter().find(|r| r.contains("db@shop")).unwrap();
+    assert!(shared.contains("<td>shared</td>"), "{shared}");
+
+    // Refused, changing nothing: without this run's CSRF token, with a part of the id, with no
+    // valid project.
+    let csrf = c.csrf();
+    let a = c.post(
+        "/release",
+        &[("csrf", "0"), ("project", "shop"), ("id", &web)],
+    );
+    assert_eq!(a.status, 403, "{a:?}");
+    let a = c.post(
+        "/release",
+        &[("csrf", &csrf), ("project", "shop"), ("id", &web[..8])],
+    );
+    assert_eq!(a.status, 400, "{a:?}");
+    assert!(a.body.contains("no whole lease id"), "{}", a.body);
+    let a = c.post(
+        "/release",
+        &[("csrf", &csrf), ("project", "../shop"), ("id", &web)],
+    );
+    assert_eq!(a.status, 400, "{a:?}");
+    assert_eq!(
+        lease_ids(home).len(),
+        2,
+        "a refused release changed nothing"
+    );
+
+    let a = c.post(
+        "/release",
+        &[
+            ("csrf", &csrf),
+            ("project", "shop"),
+            ("id", &web),
+            ("back", "/projects"),
+        ],
+    );
+    assert_eq!(a.status, 303, "{a:?}");
+    assert_eq!(a.header("location"), Some("/projects"), "{a:?}");
+    assert!(!lease_ids(home).contains(&web));
+    assert_eq!(lease_ids(home).len(), 1);
+    home.as_("db@shop", ["check", "src/api/users.rs"]).ok();
+    let page = c.get("/projects").body;
+    assert!(!page.contains(&web), "{page}");
+    assert_eq!(page.matches("<tr data-lease=").count(), 1, "{page}");
+
+    // Released already: the console says so and changes nothing more.
+    let a = c.post(
+        "/release",
+        &[("csrf", &csrf), ("project", "shop"), ("id", &web)],
+    );
+    assert_eq!(a.status, 404, "{a:?}");
+    assert_eq!(lease_ids(home).len(), 1);
+}
+
 both_stores!(
     serve_refuses_every_request_without_the_token,
     serve_admits_the_printed_token_once_as_an_httponly_strict_cookie,
@@ -994,4 +1110,5 @@ both_stores!(
     serve_lists_show_the_start_of_a_long_body_and_link_to_the_whole_message,
     serve_decisions_come_most_urgent_first_as_in_the_inbox,
     serve_refuses_an_unreadable_address_in_its_own_words,
+    serve_projects_page_lists_leases_and_the_operator_releases_one,
 );
