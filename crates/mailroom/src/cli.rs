@@ -104,8 +104,12 @@ pub enum Command {
     /// Exit 0 when you may edit PATH…, 4 naming the lease when another agent's exclusive lease
     /// covers one.
     Check {
-        #[arg(required = true, value_name = "PATH")]
+        #[arg(required_unless_present = "staged", value_name = "PATH")]
         paths: Vec<String>,
+        /// Check the paths staged for the next commit (added, changed, deleted or renamed),
+        /// as the pre-commit guard of `setup git-hook` does.
+        #[arg(long)]
+        staged: bool,
     },
     /// Append-only channels of the project: list, post, read, show, export, import.
     Channel {
@@ -277,7 +281,7 @@ pub struct ListenArgs {
 
 #[derive(Debug, Args)]
 pub struct SetupArgs {
-    #[arg(required_unless_present = "check", help = crate::harness::names(", ") + ", or all (every harness found on this machine)")]
+    #[arg(required_unless_present = "check", help = crate::harness::names(", ") + ", or all (every harness found on this machine); or git-hook (the pre-commit guard of file reservations)")]
     pub harness: Option<String>,
     /// User scope: the harness's config in your home, for every project (default: --project,
     /// the repository's own config files, committed with it).

@@ -5,6 +5,7 @@ mod demo;
 mod directory;
 mod doctor;
 mod export;
+mod git_hook;
 mod hook;
 mod import;
 mod lifecycle;
@@ -51,6 +52,9 @@ pub fn run(cli: Cli, env: &Env) -> Result<(), Failure> {
         return demo::run().map_err(Failure::plain);
     }
     if let Command::Setup(args) = &cli.command {
+        if args.harness.as_deref() == Some(git_hook::NAME) {
+            return git_hook::setup(&cli, env, args).map_err(Failure::plain);
+        }
         return setup::setup(&cli, env, args).map_err(Failure::plain);
     }
     if let Command::Hook { .. } = cli.command {
@@ -121,7 +125,7 @@ fn dispatch(ctx: &mut Ctx, command: Command) -> Result<()> {
         } => reserve::reserve(ctx, patterns, ttl, shared, reason),
         Command::Release { targets, all } => reserve::release(ctx, targets, all),
         Command::Reservations => reserve::reservations(ctx),
-        Command::Check { paths } => reserve::check(ctx, paths),
+        Command::Check { paths, staged } => reserve::check(ctx, paths, staged),
         Command::Watch { target } => wait::watch(ctx, target.as_deref()),
         Command::Wait {
             from,

@@ -139,14 +139,17 @@ pub fn reservations(ctx: &mut Ctx) -> Result<()> {
     Ok(())
 }
 
-pub fn check(ctx: &mut Ctx, paths: Vec<String>) -> Result<()> {
+pub fn check(ctx: &mut Ctx, paths: Vec<String>, staged: bool) -> Result<()> {
     let cwd = std::env::current_dir().ok();
     let cwd = cwd.as_deref();
     let top = ctx.inputs.repo.as_ref().map(|r| PathBuf::from(&r.toplevel));
-    let relative = paths
+    let mut relative = paths
         .iter()
         .map(|p| repo_relative(top.as_deref(), cwd, p))
         .collect::<Result<Vec<_>>>()?;
+    if staged {
+        relative.extend(staged_paths()?);
+    }
     let me = ctx.me()?;
     let project = ctx.channel_project(&me)?;
     let blocked = ctx.mailroom().check_paths(&me, &project, &relative)?;
@@ -163,6 +166,8 @@ pub fn check(ctx: &mut Ctx, paths: Vec<String>) -> Result<()> {
     }
     if ctx.json {
         output::print_json(&report);
+    } else if relative.is_empty() {
+        crate::outln!("Nothing is staged: no lease to check.");
     } else {
         crate::outln!(
             "No other agent's exclusive lease covers {}.",
@@ -174,6 +179,28 @@ pub fn check(ctx: &mut Ctx, paths: Vec<String>) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The paths staged for the next commit, repository-relative, as git lists them: a rename as
+/// both its old and its new path, a deletion too.
+fn staged_paths() -> Result<Vec<String>> {
+    let out = std::process::Command::new("git")
+        .args(["diff", "--cached", "--name-only", "--no-renames", "-z"])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .map_err(|e| Error::Invalid(format!("cannot run git to list the staged paths: {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Invalid(
+            "git could not list the staged paths; run check --staged inside a git checkout".into(),
+        )
+        .into());
+    }
+    Ok(out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect())
 }
 
 /// A path as leases name it: relative to the repository's top level, `.` and `..` resolved by

@@ -13,6 +13,7 @@ mod demo;
 mod errors;
 mod export;
 mod forgery;
+mod git_hook;
 mod hook;
 mod hostile;
 mod identity;

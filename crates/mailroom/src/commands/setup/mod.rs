@@ -352,7 +352,7 @@ fn on_path(name: &str) -> Option<PathBuf> {
     })
 }
 
-fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<Invocation> {
+pub(crate) fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<Invocation> {
     if cli.url.is_some() {
         // Ignoring it would wire the harness to another mailroom than the one named; writing
         // it would copy a password into files that are often committed.
