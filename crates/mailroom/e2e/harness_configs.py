@@ -166,8 +166,10 @@ def codex():
             hooks, _ = app_server_hooks(m, codex_bin)
             events = sorted(h["eventName"] for h in hooks if h.get("command", "").startswith(f"{REAL} hook codex"))
             # Both scopes: each event once from .codex/hooks.json and once from ~/.codex/hooks.json.
-            check(events == sorted(["postToolUse", "sessionStart", "stop", "userPromptSubmit"] * 2),
+            check(events == sorted(["postToolUse", "preToolUse", "sessionStart", "stop", "userPromptSubmit"] * 2),
                   f"codex app-server hooks/list: {events}")
+            pre = [h.get("matcher") for h in hooks if h.get("command", "").startswith(f"{REAL} hook codex PreToolUse")]
+            check(pre == ["apply_patch"] * 2, f"codex app-server hooks/list: the pre-edit hook on apply_patch: {pre}")
 
         roundtrip(m, "codex", validate)
 
@@ -212,7 +214,7 @@ def codex_toml():
                   "codex: no hooks.json beside a config.toml that holds hooks")
             hooks, raw = app_server_hooks(m, codex_bin)
             events = sorted(h["eventName"] for h in hooks if h.get("command", "").startswith(f"{REAL} hook codex"))
-            ok = events == sorted(["postToolUse", "sessionStart", "stop", "userPromptSubmit"] * 2)
+            ok = events == sorted(["postToolUse", "preToolUse", "sessionStart", "stop", "userPromptSubmit"] * 2)
             check(ok, f"codex app-server hooks/list (config.toml): {events}" + ("" if ok else f"\n{raw[:3000]}"))
             ok = "single representation" not in raw
             check(ok, "codex sees one representation of hooks" + ("" if ok else f": {raw[:3000]}"))

@@ -228,23 +228,23 @@ pub(crate) fn hook_specific_output(
     })
 }
 
-/// The hook entries for `events` in `h`'s own event names, with their matchers.
+/// The hook entries for `events` in `h`'s own event names, with their matchers, then its
+/// pre-edit hook (file reservations) on its edit tools, when it has one.
 pub(crate) fn hook_entries(
     h: &dyn Harness,
     inv: &Invocation,
     events: &[(HookEvent, Option<&'static str>)],
 ) -> Vec<HookEntry> {
+    let entry = |event: &'static str, matcher: Option<&'static str>| HookEntry {
+        event,
+        matcher,
+        command: inv.command(&["hook", h.name(), event]),
+        extra: vec![],
+    };
     events
         .iter()
-        .map(|(event, matcher)| {
-            let name = h.event_name(*event);
-            HookEntry {
-                event: name,
-                matcher: *matcher,
-                command: inv.command(&["hook", h.name(), name]),
-                extra: vec![],
-            }
-        })
+        .map(|(event, matcher)| entry(h.event_name(*event), *matcher))
+        .chain(h.pre_edit().map(|p| entry(p.event, Some(p.matcher))))
         .collect()
 }
 
@@ -304,8 +304,12 @@ mod tests {
                 });
                 for e in entries {
                     let parsed = event(h, e.event);
+                    let pre_edit = h
+                        .pre_edit()
+                        .is_some_and(|p| p.event == e.event && e.matcher == Some(p.matcher));
                     assert!(
-                        parsed.is_some_and(|p| h.answers(p) && h.event_name(p) == e.event),
+                        pre_edit
+                            || parsed.is_some_and(|p| h.answers(p) && h.event_name(p) == e.event),
                         "{} hooks {}",
                         h.name(),
                         e.event
