@@ -31,7 +31,7 @@ pub fn locate_binary(explicit: Option<&Path>) -> Result<PathBuf> {
     };
     if !path.is_file() {
         bail!(
-            "no mailroom binary at {}: build it (`cargo build -p mailroom`, with --release for full runs) or pass --bin PATH",
+            "no mailroom binary at {}: build it (`cargo build -p mailroom-cli`, with --release for full runs) or pass --bin PATH",
             path.display()
         );
     }

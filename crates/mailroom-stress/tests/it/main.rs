@@ -19,7 +19,7 @@ fn mailroom_bin() -> PathBuf {
         .join("mailroom");
     assert!(
         bin.is_file(),
-        "{} is missing: run `cargo build -p mailroom` first (`cargo test --workspace` builds it)",
+        "{} is missing: run `cargo build -p mailroom-cli` first (`cargo test --workspace` builds it)",
         bin.display()
     );
     bin
