@@ -29,6 +29,8 @@ MAILROOM, CLAUDE, BIN_DIR = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
 # setup writes the absolute path of the program that runs it, links resolved; it is run here
 # as `mailroom` through a link on PATH.
 REAL = os.path.realpath(MAILROOM)
+# The launchers pin the release that ran setup: `npx -y mailroom-cli@VERSION`.
+VERSION = subprocess.run([MAILROOM, "--version"], capture_output=True, text=True, check=True).stdout.split()[1]
 failures = []
 
 
@@ -260,7 +262,7 @@ def opencode():
 
 
 def opencode_npx():
-    """`--launcher npx`: OpenCode reads the server as `npx -y mailroom-cli mcp` (not started)."""
+    """`--launcher npx`: OpenCode reads the server as `npx -y mailroom-cli@VERSION mcp` (not started)."""
     with tempfile.TemporaryDirectory(prefix="mailroom-setup-opencode-npx-") as tmp:
         m = Machine(tmp)
 
@@ -270,7 +272,7 @@ def opencode_npx():
                 cfg = json.loads(r.stdout)
             except ValueError:
                 cfg = {}
-            want = {"type": "local", "command": ["npx", "-y", "mailroom-cli", "mcp"], "enabled": True}
+            want = {"type": "local", "command": ["npx", "-y", f"mailroom-cli@{VERSION}", "mcp"], "enabled": True}
             check(cfg.get("mcp", {}).get("mailroom") == want,
                   f"opencode debug config (--launcher npx): mcp\n{r.stdout[:2000]}{r.stderr[:2000]}")
 

@@ -1357,14 +1357,20 @@ fn check_starts_nothing_a_repository_config_adds_beyond_setups_flags() {
     assert!(out.stdout.contains("DIFFERENT MAILROOMS"), "{}", out.stdout);
 }
 
-/// `--launcher uvx|npx`: every harness's MCP server and hooks start mailroom through the
-/// package runner (`uvx --from mailroom-cli mailroom …`, `npx -y mailroom-cli …`), setup knows
-/// its entries again, and --uninstall gives every file its bytes back, with or without the flag.
+/// This release's version, which the launchers pin.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `--launcher uvx|npx`: every harness's MCP server and hooks start this release of mailroom
+/// through the package runner (`uvx --from mailroom-cli==VERSION mailroom …`, `npx -y
+/// mailroom-cli@VERSION …`), setup knows its entries again, and --uninstall gives every file
+/// its bytes back, with or without the flag.
 #[test]
 fn a_launcher_starts_the_server_and_the_hooks_and_uninstall_restores_the_bytes() {
+    let uvx_from = format!("mailroom-cli=={VERSION}");
+    let npx_package = format!("mailroom-cli@{VERSION}");
     for (launcher, words) in [
-        ("uvx", &["uvx", "--from", "mailroom-cli", "mailroom"][..]),
-        ("npx", &["npx", "-y", "mailroom-cli"][..]),
+        ("uvx", &["uvx", "--from", uvx_from.as_str(), "mailroom"][..]),
+        ("npx", &["npx", "-y", npx_package.as_str()][..]),
     ] {
         let prefix = words.join(" ");
         let mcp: Vec<&str> = words[1..].iter().copied().chain(["mcp"]).collect();
@@ -1449,9 +1455,9 @@ fn check_through_a_launcher_says_when_the_runner_is_missing_and_uses_it_when_the
     m.setup(["claude", "--launcher", "uvx"]).ok();
     let out = m.setup([]).args(["--check", "claude"]).ok();
     assert!(
-        out.stdout.contains(
-            "program uvx --from mailroom-cli mailroom: uvx is not installed here (not on PATH)"
-        ),
+        out.stdout.contains(&format!(
+            "program uvx --from mailroom-cli=={VERSION} mailroom: uvx is not installed here (not on PATH)"
+        )),
         "{}",
         out.stdout
     );
@@ -1466,15 +1472,16 @@ fn check_through_a_launcher_says_when_the_runner_is_missing_and_uses_it_when_the
     m.write(
         &uvx,
         &format!(
-            "#!/bin/sh\n[ \"$1 $2 $3\" = \"--from mailroom-cli mailroom\" ] || exit 9\nshift 3\nexec '{BIN}' \"$@\"\n"
+            "#!/bin/sh\n[ \"$1 $2 $3\" = \"--from mailroom-cli=={VERSION} mailroom\" ] || exit 9\nshift 3\nexec '{BIN}' \"$@\"\n"
         ),
     );
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&uvx, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = m.setup([]).args(["--check", "claude"]).ok();
     assert!(
-        out.stdout
-            .contains("program uvx --from mailroom-cli mailroom: answers (mailroom"),
+        out.stdout.contains(&format!(
+            "program uvx --from mailroom-cli=={VERSION} mailroom: answers (mailroom"
+        )),
         "{}",
         out.stdout
     );
@@ -1483,5 +1490,62 @@ fn check_through_a_launcher_says_when_the_runner_is_missing_and_uses_it_when_the
             .contains("the hooks and the MCP server open the same mailroom: "),
         "{}",
         out.stdout
+    );
+}
+
+/// A runner that is not on PATH: setup still writes the launcher's entries (the harness may
+/// have another PATH) and says so in one sentence on stderr, exit 0; with the runner there it
+/// says nothing, and --uninstall never warns.
+#[test]
+fn a_launcher_not_on_path_is_written_with_a_warning() {
+    for (launcher, provider) in [("uvx", "uv"), ("npx", "Node.js")] {
+        let m = Machine::new();
+        let run = m.setup(["claude", "--launcher", launcher]).ok();
+        assert_eq!(
+            run.stderr,
+            format!(
+                "warning: {launcher} is not on PATH here, so a harness started from this shell could not start mailroom through it either; install {provider}, or choose another --launcher\n"
+            )
+        );
+        let mcp: Value =
+            serde_json::from_str(&std::fs::read_to_string(m.repo().join(".mcp.json")).unwrap())
+                .unwrap();
+        assert_eq!(mcp["mcpServers"]["mailroom"]["command"], launcher, "{mcp}");
+        let quiet = m
+            .setup(["claude", "--launcher", launcher, "--uninstall"])
+            .ok();
+        assert_eq!(quiet.stderr, "");
+        let runner = m.home.root().join("bin").join(launcher);
+        m.write(&runner, "#!/bin/sh\nexit 0\n");
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&runner, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(m.setup(["claude", "--launcher", launcher]).ok().stderr, "");
+    }
+}
+
+/// Launcher entries from another release (pinned to another version) or from before the pin
+/// (the bare package) are setup's: --uninstall takes them out without a record, and nothing
+/// else of the files.
+#[test]
+fn launcher_entries_of_any_release_are_taken_out_without_a_record() {
+    let m = Machine::new();
+    let r = m.repo();
+    m.write(
+        &r.join(".mcp.json"),
+        "{\n  \"mcpServers\": {\n    \"github\": { \"command\": \"gh-mcp\" },\n    \"mailroom\": { \"type\": \"stdio\", \"command\": \"npx\", \"args\": [\"-y\", \"mailroom-cli@0.0.9\", \"mcp\"] }\n  }\n}\n",
+    );
+    m.write(
+        &r.join(".claude/settings.json"),
+        "{\n  \"hooks\": {\n    \"Stop\": [\n      { \"hooks\": [{ \"type\": \"command\", \"command\": \"uvx --from mailroom-cli mailroom hook claude Stop\" }] },\n      { \"hooks\": [{ \"type\": \"command\", \"command\": \"npx -y mailroom-cli@latest hook claude Stop\" }] }\n    ],\n    \"SessionStart\": [\n      { \"hooks\": [{ \"type\": \"command\", \"command\": \"uvx --from mailroom-cli==0.0.9 mailroom --as api@web hook claude SessionStart\" }] }\n    ]\n  }\n}\n",
+    );
+    m.setup(["claude", "--uninstall"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(r.join(".mcp.json")).unwrap(),
+        "{\n  \"mcpServers\": {\n    \"github\": { \"command\": \"gh-mcp\" }\n  }\n}\n"
+    );
+    // `@latest` is not a release setup pins: the user's own hook stays.
+    assert_eq!(
+        std::fs::read_to_string(r.join(".claude/settings.json")).unwrap(),
+        "{\n  \"hooks\": {\n    \"Stop\": [\n      { \"hooks\": [{ \"type\": \"command\", \"command\": \"npx -y mailroom-cli@latest hook claude Stop\" }] }\n    ]\n  }\n}\n"
     );
 }

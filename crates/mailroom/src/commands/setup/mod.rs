@@ -79,28 +79,56 @@ impl Places {
     }
 }
 
-/// The package runners setup can start mailroom through: the runner and the words that make
-/// it run mailroom's `mailroom` command. The package is `mailroom-cli` on PyPI and npm; uvx
-/// runs a command named as its package unless `--from` names the package.
-pub(crate) const LAUNCHERS: [(&str, &[&str]); 2] = [
-    ("uvx", &["--from", "mailroom-cli", "mailroom"]),
-    ("npx", &["-y", "mailroom-cli"]),
-];
+/// The package both runners fetch: `mailroom-cli` on PyPI and npm, its command `mailroom`.
+const PACKAGE: &str = "mailroom-cli";
+
+/// The words that make a package runner start this release of mailroom, pinned to its
+/// version so that a harness never runs another release than the one set up: `uvx --from
+/// mailroom-cli==VERSION mailroom` (uvx runs a command named as its package unless `--from`
+/// names the package) and `npx -y mailroom-cli@VERSION`.
+fn launcher_words(l: LauncherArg) -> (&'static str, Vec<String>) {
+    let version = env!("CARGO_PKG_VERSION");
+    match l {
+        LauncherArg::Npx => ("npx", vec!["-y".into(), format!("{PACKAGE}@{version}")]),
+        _ => (
+            "uvx",
+            vec![
+                "--from".into(),
+                format!("{PACKAGE}=={version}"),
+                "mailroom".into(),
+            ],
+        ),
+    }
+}
+
+/// Whether `spec` names mailroom's package as a launcher's words do: `mailroom-cli`, or pinned
+/// with `sep` to a version (any release's: an entry written by another version of setup).
+fn names_package(spec: &str, sep: &str) -> bool {
+    match spec.strip_prefix(PACKAGE) {
+        Some("") => true,
+        Some(rest) => rest.strip_prefix(sep).is_some_and(|v| {
+            v.starts_with(|c: char| c.is_ascii_digit())
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
+        }),
+        None => false,
+    }
+}
 
 /// How many of `words` (a command line's, or a config's program and args) start mailroom: one
-/// for a program named `mailroom`, the runner and its words for a launcher of [`LAUNCHERS`].
+/// for a program named `mailroom`, the runner and its words for a launcher setup writes
+/// (`uvx --from mailroom-cli[==VERSION] mailroom`, `npx -y mailroom-cli[@VERSION]`).
 pub(crate) fn launch_len(words: &[String]) -> Option<usize> {
     let program = words.first()?;
     if Path::new(program).file_name().and_then(|n| n.to_str()) == Some("mailroom") {
         return Some(1);
     }
-    LAUNCHERS.iter().find_map(|(runner, rest)| {
-        let n = 1 + rest.len();
-        (program == runner
-            && words.len() >= n
-            && words[1..n].iter().zip(*rest).all(|(a, b)| a == b))
-        .then_some(n)
-    })
+    let rest: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+    match (program.as_str(), rest.as_slice()) {
+        ("uvx", ["--from", spec, "mailroom", ..]) if names_package(spec, "==") => Some(4),
+        ("npx", ["-y", spec, ..]) if names_package(spec, "@") => Some(3),
+        _ => None,
+    }
 }
 
 /// What follows the words that start mailroom in a command line setup writes: the words after
@@ -372,11 +400,14 @@ pub(crate) fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<In
             .into());
         }
         (Some(l @ (LauncherArg::Uvx | LauncherArg::Npx)), None) => {
-            let (runner, words) = match l {
-                LauncherArg::Uvx => LAUNCHERS[0],
-                _ => LAUNCHERS[1],
-            };
-            launcher = words.iter().map(|w| (*w).to_owned()).collect();
+            let (runner, words) = launcher_words(l);
+            if !args.uninstall && on_path(runner).is_none() {
+                let provider = if runner == "uvx" { "uv" } else { "Node.js" };
+                crate::errln!(
+                    "warning: {runner} is not on PATH here, so a harness started from this shell could not start mailroom through it either; install {provider}, or choose another --launcher"
+                );
+            }
+            launcher = words;
             runner.to_owned()
         }
         (Some(LauncherArg::PathLookup), None) => {
@@ -669,6 +700,8 @@ mod tests {
             "/opt/my\\ tools/mailroom --as a@web hook claude Stop",
             "uvx --from mailroom-cli mailroom hook claude Stop",
             "npx -y mailroom-cli --home /m hook claude Stop",
+            "uvx --from mailroom-cli==0.1.0 mailroom hook claude Stop",
+            "npx -y mailroom-cli@0.2.0-beta.1 --as a@web hook claude Stop",
         ] {
             assert!(is_ours(ours, claude), "{ours}");
         }
@@ -684,6 +717,10 @@ mod tests {
             "mailroom --as --home hook claude Stop",
             "mailroom hook claude Stop now",
             "mailroom-beta hook claude Stop",
+            "npx -y mailroom-cli@latest hook claude Stop",
+            "uvx --from mailroom-cli>=0.1 mailroom hook claude Stop",
+            "uvx --from mailroom-cli==0.1.0 other hook claude Stop",
+            "npx -y mailroom-cli-beta@0.1.0 hook claude Stop",
         ] {
             assert!(!is_ours(not, claude), "{not}");
         }
