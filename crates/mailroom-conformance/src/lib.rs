@@ -189,6 +189,7 @@ macro_rules! __cases {
             reservations::an_expired_lease_never_blocks,
             reservations::check_names_the_lease_covering_a_path,
             reservations::release_of_anothers_lease_is_refused_but_human_may,
+            reservations::release_by_an_empty_id_releases_nothing,
             reservations::release_by_pattern_and_all_drop_only_the_callers,
             reservations::bad_reservations_are_invalid_and_change_nothing,
             reservations::two_agents_racing_for_one_pattern_exactly_one_gets_it,

@@ -157,6 +157,19 @@ pub fn release_of_anothers_lease_is_refused_but_human_may(store: &dyn Store) {
     assert!(m.reservations(&shop).unwrap().is_empty());
 }
 
+/// An id names a lease by its start: an empty one (which every id starts with) names none.
+pub fn release_by_an_empty_id_releases_nothing(store: &dyn Store) {
+    let m = mailroom(store);
+    let shop = name("shop");
+    m.reserve(&addr("web@shop"), &shop, &reserve(&["src/api/**"], true))
+        .unwrap();
+    for id in ["", " "] {
+        let e = err(m.release(&addr("web@shop"), &shop, &Release::Id(id.to_owned())));
+        assert_eq!(e.kind(), ErrorKind::Invalid, "{id:?}: {e}");
+    }
+    assert_eq!(m.reservations(&shop).unwrap().len(), 1);
+}
+
 pub fn release_by_pattern_and_all_drop_only_the_callers(store: &dyn Store) {
     let m = mailroom(store);
     let shop = name("shop");

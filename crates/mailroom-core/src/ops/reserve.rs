@@ -175,6 +175,12 @@ impl Mailroom<'_> {
                     .map(|p| normalize_pattern(p))
                     .collect::<Result<Vec<_>>>()?
             }
+            // Every id starts with the empty string: it would name whichever lease is alone.
+            Release::Id(id) if id.trim().is_empty() => {
+                return Err(Error::Invalid(
+                    "name a lease's id, its patterns, or all of yours".to_owned(),
+                ));
+            }
             _ => Vec::new(),
         };
         let now = self.now();
