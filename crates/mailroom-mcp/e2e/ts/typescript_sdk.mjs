@@ -257,9 +257,13 @@ async function tokens(mode, alice, bob) {
     [r.status, r.headers.get("www-authenticate")],
   );
 
-  // Where the server keeps sessions, one opened with alice's token serves no other token.
+  // Stateless, the server issues no session and has no server stream to offer a GET (405); were
+  // it to keep sessions, one opened with alice's token must serve no other token.
   const session = alice.transport.sessionId;
-  if (session !== undefined) {
+  if (session === undefined) {
+    const get = await fetch(mode.url, { headers: { authorization: `Bearer ${mode.tokens["alice@web"]}`, accept: "text/event-stream" } });
+    check("stateless: no session, and a GET for a server stream is 405", get.status === 405, get.status);
+  } else {
     const stolen = await post(
       mode,
       { authorization: `Bearer ${mode.tokens["bob@web"]}`, "mcp-session-id": session, "mcp-protocol-version": alice.protocolVersion },
