@@ -746,6 +746,32 @@ pub fn a_watch_wakes_for_mail_delivered_after_it_started(store: &dyn Store) {
     );
 }
 
+/// One watch of several mailboxes (in two projects, one of them global) wakes for mail
+/// delivered to each of them after it started.
+pub fn one_watch_of_many_mailboxes_wakes_for_mail_to_each(store: &dyn Store) {
+    let boxes = [addr("bob@web"), addr("carol@api"), addr("HUMAN")];
+    for to in &boxes {
+        let mut watch = store.watch_many(&boxes).expect("watch");
+        // A wake-up may be spurious (a level of an earlier delivery's path): the watch is
+        // let settle before the delivery it must wake for.
+        let quiet = (0..100).any(|_| {
+            !watch
+                .wait(Some(std::time::Duration::from_millis(50)))
+                .expect("quiet wait")
+        });
+        assert!(quiet, "the watch settles while nothing is delivered");
+        store
+            .deliver(to, &message("alice@web", &to.to_string(), "ping"))
+            .expect("deliver");
+        assert!(
+            watch
+                .wait(Some(std::time::Duration::from_secs(10)))
+                .expect("wait"),
+            "a delivery to {to} after the watch started wakes it"
+        );
+    }
+}
+
 pub fn a_watch_wakes_for_broadcasts_posted_after_it_started(store: &dyn Store) {
     let bob = addr("bob@web");
     let all = mailroom_core::message::ChannelRef {

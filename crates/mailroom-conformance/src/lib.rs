@@ -146,6 +146,7 @@ macro_rules! __cases {
             contract::ensure_project_and_add_member_are_idempotent,
             contract::a_watch_wakes_for_mail_delivered_after_it_started,
             contract::a_watch_wakes_for_broadcasts_posted_after_it_started,
+            contract::one_watch_of_many_mailboxes_wakes_for_mail_to_each,
             waiting::wait_returns_what_arrived_at_once,
             waiting::wait_times_out_at_its_deadline,
             waiting::wait_and_watch_stop_soon_when_cancelled,

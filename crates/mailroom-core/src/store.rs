@@ -553,6 +553,11 @@ pub trait Sessions {
     /// nothing.
     fn watch(&self, mailbox: &Address) -> Result<Box<dyn Watch + Send>>;
 
+    /// One watch of all of `mailboxes`, each as `watch` watches it: mail delivered or posted
+    /// to any of them after this returns wakes it. It holds what one `watch` holds (one
+    /// inotify instance, one connection), however many mailboxes it covers.
+    fn watch_many(&self, mailboxes: &[Address]) -> Result<Box<dyn Watch + Send>>;
+
     /// A cheap token that changes whenever mail may have arrived for `mailbox` (directed mail
     /// or a broadcast of its project), computed without listing the mailbox: hooks use it to
     /// answer "nothing new" fast. Equal tokens mean nothing was delivered in between, except

@@ -38,6 +38,9 @@ use crate::Server;
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
+/// Threads running store calls at once.
+pub const BLOCKING_THREADS: usize = 16;
+
 /// The largest request body taken.
 pub const MAX_BODY: usize = 2 * 1024 * 1024;
 
@@ -518,6 +521,9 @@ pub fn run(
 ) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        // Store calls are short (a waiting call holds no thread: see `Waits`); beyond these,
+        // calls queue rather than start a thread each.
+        .max_blocking_threads(BLOCKING_THREADS)
         .build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen).await?;

@@ -25,18 +25,21 @@
 //! switches fewer), a dropped call cancels its `wait`, core errors become `isError` results with
 //! kind and exit code). Identity: a server acts as one address and refuses calls naming another;
 //! `--as-any` acts for whoever a call names. *Never* holds a rule the CLI also needs: those are in
-//! the core (`sent_at`, `read_archiving`, `join` in `ops/m_ai_l.rs`).
+//! the core (`sent_at`, `read_archiving`, `join` in `ops/m_ai_l.rs`). `waiters` (`Waits`: the
+//! HTTP server's `wait_mail`, every waiting call a task woken by one shared watch of the store).
 
 mod args;
 pub mod http;
 mod server;
 mod tools;
 mod transport;
+mod waiters;
 mod words;
 
 pub use server::{Server, ToolSet};
 pub use tools::{DEFAULT_WAIT, MAX_WAIT, Tools};
 pub use transport::MAX_LINE;
+pub use waiters::Waits;
 pub use words::McpWords;
 
 /// Serves `server` over stdin and stdout until the client closes stdin.

@@ -15,6 +15,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
 use crate::tools::{Outcome, Spec, Structured, TOOLS, Tools};
+use crate::waiters::Waits;
 use crate::words::McpWords;
 
 /// Which tools a server lists and answers.
@@ -38,6 +39,9 @@ pub struct Server {
     /// Where a result written as JSON text waits for the transport that splices it into the
     /// answer (see `with_written`); without one, it is read back into a value.
     written: Option<Arc<Written>>,
+    /// The shared watch `wait_mail` waits on (see `with_waits`); without it, each wait runs on
+    /// a thread of its own with a watch of its own.
+    waits: Option<Waits>,
 }
 
 /// Structured results written as JSON text by their tool, each waiting for the transport to
@@ -96,7 +100,15 @@ impl Server {
             listed: Arc::new(listed),
             inline: false,
             written: None,
+            waits: None,
         }
+    }
+
+    /// Runs `wait_mail` as a task woken by `waits`' one watch, holding no thread or watch of
+    /// its own: for a server of many clients (`mcp --listen`).
+    pub fn with_waits(mut self, waits: Waits) -> Server {
+        self.waits = Some(waits);
+        self
     }
 
     /// Lets tools hand their results over as JSON text, for a transport that writes them
@@ -118,6 +130,28 @@ impl Server {
 
     fn spec(&self, name: &str) -> Option<&'static Spec> {
         self.enabled.iter().copied().find(|s| s.name == name)
+    }
+
+    /// `wait_mail` as a task on `waits`: the call checked on a blocking thread (naming a
+    /// sender reads the directory), then woken by the shared watch.
+    async fn shared_wait(&self, waits: &Waits, args: Value) -> mailroom_core::Result<Outcome> {
+        let tools = self.tools.clone();
+        let checked = tokio::task::spawn_blocking(move || {
+            let plan = crate::tools::wait_plan(&tools, args)?;
+            let awaiting = tools.mr.awaiting(&plan.me, &plan.what)?;
+            Ok::<_, mailroom_core::Error>((plan, awaiting))
+        })
+        .await
+        .map_err(|_| {
+            mailroom_core::Error::store(
+                "the tool wait_mail failed",
+                "an internal error (a bug: please report it)",
+            )
+        })?;
+        let (plan, awaiting) = checked?;
+        let deadline = std::time::Instant::now() + plan.timeout;
+        let waited = waits.wait(&plan.me, awaiting, deadline).await?;
+        crate::tools::wait_outcome(&self.tools, &plan, waited)
     }
 }
 
@@ -202,7 +236,7 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(spec) = self.spec(&request.name) else {
             let names: Vec<&str> = self.enabled.iter().map(|s| s.name).collect();
@@ -227,11 +261,24 @@ impl ServerHandler for Server {
         );
         let cancel = CancelOnDrop(Cancel::new());
         let token = cancel.0.clone();
-        let joined = if spec.waits || !self.inline {
+        let joined = if spec.waits
+            && let Some(waits) = &self.waits
+        {
+            Some(tokio::select! {
+                r = self.shared_wait(waits, args) => r,
+                // The client cancelled, or left (a dropped HTTP request ends its service).
+                () = context.ct.cancelled() => Err(mailroom_core::Error::Timeout("the wait was cancelled".into())),
+            })
+        } else if spec.waits || !self.inline {
             let tools = self.tools.clone();
-            tokio::task::spawn_blocking(move || (spec.run)(&tools, args, &token))
-                .await
-                .ok()
+            let mut handle = tokio::task::spawn_blocking(move || (spec.run)(&tools, args, &token));
+            tokio::select! {
+                r = &mut handle => r.ok(),
+                () = context.ct.cancelled() => {
+                    cancel.0.cancel();
+                    handle.await.ok()
+                }
+            }
         } else {
             // Every other tool is short (a durable write at most): see
             // `calls_on_server_thread`.

@@ -634,7 +634,14 @@ impl Channels for FsStore {
 
 impl Sessions for FsStore {
     fn watch(&self, mailbox: &Address) -> Result<Box<dyn mailroom_core::store::Watch + Send>> {
-        mailbox::watch(self, mailbox)
+        mailbox::watch(self, std::slice::from_ref(mailbox))
+    }
+
+    fn watch_many(
+        &self,
+        mailboxes: &[Address],
+    ) -> Result<Box<dyn mailroom_core::store::Watch + Send>> {
+        mailbox::watch(self, mailboxes)
     }
 
     fn change_token(&self, mailbox: &Address) -> Result<String> {

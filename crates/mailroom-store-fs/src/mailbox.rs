@@ -689,34 +689,40 @@ pub(crate) fn everything(fs: &FsStore, mailbox: &Address) -> Result<Listing> {
     Ok(read_states(fs, mailbox, &State::ALL, |_| true)?)
 }
 
-/// Watches the mailbox's `unread/`, and a member's broadcast channel, creating nothing: a level
-/// not there yet (not even the home) is watched through the deepest one that is.
+/// Watches each mailbox's `unread/`, and a member's broadcast channel, with one watcher,
+/// creating nothing: a level not there yet (not even the home) is watched through the deepest
+/// one that is.
 pub(crate) fn watch(
     fs: &FsStore,
-    mailbox: &Address,
+    mailboxes: &[Address],
 ) -> Result<Box<dyn mailroom_core::store::Watch + Send>> {
     use crate::watch::Step::{Exact, Named};
     let mut w = crate::sys::Watcher::new(fs.home())?;
-    let scope = match &mailbox.scope {
-        Scope::Global => vec![Exact(crate::GLOBAL.into())],
-        Scope::Project(p) => vec![Exact(crate::PROJECTS.into()), Named(p.to_string())],
-    };
-    let mut unread = scope.clone();
-    unread.extend([
-        Exact(crate::BOXES.into()),
-        Named(mailbox.handle.to_string()),
-        Exact(state_dir_name(State::Unread).into()),
-    ]);
-    w.below_home(fs.home(), unread)?;
-    // A member's broadcasts land in the project's `all` channel.
-    if mailbox.project().is_some() {
-        let mut entries = scope;
-        entries.extend([
-            Exact(crate::CHANNELS.into()),
-            Named(mailroom_core::message::BROADCAST.into()),
-            Exact(crate::ENTRIES.into()),
+    let mut channels = std::collections::HashSet::new();
+    for mailbox in mailboxes {
+        let scope = match &mailbox.scope {
+            Scope::Global => vec![Exact(crate::GLOBAL.into())],
+            Scope::Project(p) => vec![Exact(crate::PROJECTS.into()), Named(p.to_string())],
+        };
+        let mut unread = scope.clone();
+        unread.extend([
+            Exact(crate::BOXES.into()),
+            Named(mailbox.handle.to_string()),
+            Exact(state_dir_name(State::Unread).into()),
         ]);
-        w.below_home(fs.home(), entries)?;
+        w.below_home(fs.home(), unread)?;
+        // A member's broadcasts land in the project's `all` channel, watched once per project.
+        if let Some(p) = mailbox.project()
+            && channels.insert(p.clone())
+        {
+            let mut entries = scope;
+            entries.extend([
+                Exact(crate::CHANNELS.into()),
+                Named(mailroom_core::message::BROADCAST.into()),
+                Exact(crate::ENTRIES.into()),
+            ]);
+            w.below_home(fs.home(), entries)?;
+        }
     }
     Ok(Box::new(w))
 }

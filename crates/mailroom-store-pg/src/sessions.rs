@@ -10,10 +10,20 @@ use crate::rows::{broadcast_key, notify_channel};
 
 impl Sessions for PgStore {
     fn watch(&self, mailbox: &Address) -> Result<Box<dyn Watch + Send>> {
-        let mut channels = vec![notify_channel(&self.schema, &mailbox_key(mailbox))];
-        if let Some(p) = mailbox.project() {
-            channels.push(notify_channel(&self.schema, &broadcast_key(p)));
+        self.watch_many(std::slice::from_ref(mailbox))
+    }
+
+    fn watch_many(&self, mailboxes: &[Address]) -> Result<Box<dyn Watch + Send>> {
+        let mut channels = Vec::new();
+        for mailbox in mailboxes {
+            channels.push(notify_channel(&self.schema, &mailbox_key(mailbox)));
+            if let Some(p) = mailbox.project() {
+                channels.push(notify_channel(&self.schema, &broadcast_key(p)));
+            }
         }
+        // One LISTEN per channel, however many of the mailboxes share it.
+        channels.sort_unstable();
+        channels.dedup();
         Ok(Box::new(crate::watch::PgWatch::start(self, channels)?))
     }
 

@@ -41,7 +41,7 @@ pub use revise::{CancelReport, EditOutcome, EditPatch, EditReport, OutboxEntry};
 pub use send::{Draft, MAX_RECIPIENTS, Sent};
 pub use tokens::Issued;
 pub use views::Activity;
-pub use wait::{Cancel, WaitFor, Waited, Watched};
+pub use wait::{Awaiting, Cancel, WaitFor, Waited, Watched};
 
 use lookup::check_prefix;
 

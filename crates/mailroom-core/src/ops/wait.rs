@@ -73,6 +73,13 @@ impl Cancel {
     }
 }
 
+/// What a wait matches, resolved by [`Mailroom::awaiting`].
+#[derive(Clone, Debug)]
+pub struct Awaiting {
+    from: Option<Address>,
+    reply_to: Option<String>,
+}
+
 /// How a `wait` ended.
 #[derive(Clone, Debug)]
 pub enum Waited {
@@ -132,32 +139,11 @@ impl Mailroom<'_> {
         deadline: Option<Instant>,
         cancel: &Cancel,
     ) -> Result<Waited> {
-        let from = match &what.from {
-            Some(f) => Some(self.sender_named(me, f)?),
-            None => None,
-        };
-        let reply_to = what
-            .reply_to
-            .as_deref()
-            .map(super::check_prefix)
-            .transpose()?;
+        let awaiting = self.awaiting(me, what)?;
         // The watch starts before the first look, so mail that lands in between still wakes it.
         let mut watch = self.store.watch(me)?;
         loop {
-            let matching: Vec<Stored> = self
-                .peek(me)?
-                .messages
-                .into_iter()
-                .filter(|s| !s.message.is_channel_entry())
-                .filter(|s| from.as_ref().is_none_or(|f| s.message.from == *f))
-                .filter(|s| match &reply_to {
-                    Some(p) => s
-                        .message
-                        .reply_to
-                        .is_some_and(|r| r.to_string().starts_with(p.as_str())),
-                    None => s.state == State::Unread,
-                })
-                .collect();
+            let matching = self.arrived(me, &awaiting)?;
             if !matching.is_empty() {
                 return Ok(Waited::Arrived(matching));
             }
@@ -167,6 +153,49 @@ impl Mailroom<'_> {
                 Some(Stop::Cancelled) => return Ok(Waited::Cancelled),
             }
         }
+    }
+
+    /// What `what` waits for, checked and resolved once (the sender named, the id prefix):
+    /// for a front end that waits by itself, looking with [`Mailroom::arrived`] after each
+    /// wake of a [`Mailroom::wake_on`] watch it started before its first look.
+    pub fn awaiting(&self, me: &Address, what: &WaitFor) -> Result<Awaiting> {
+        let from = match &what.from {
+            Some(f) => Some(self.sender_named(me, f)?),
+            None => None,
+        };
+        let reply_to = what
+            .reply_to
+            .as_deref()
+            .map(super::check_prefix)
+            .transpose()?;
+        Ok(Awaiting { from, reply_to })
+    }
+
+    /// The pending mail `awaiting` matches now (empty: none yet), as `wait` returns it.
+    /// Marks nothing read.
+    pub fn arrived(&self, me: &Address, awaiting: &Awaiting) -> Result<Vec<Stored>> {
+        Ok(self
+            .peek(me)?
+            .messages
+            .into_iter()
+            .filter(|s| !s.message.is_channel_entry())
+            .filter(|s| awaiting.from.as_ref().is_none_or(|f| s.message.from == *f))
+            .filter(|s| match &awaiting.reply_to {
+                Some(p) => s
+                    .message
+                    .reply_to
+                    .is_some_and(|r| r.to_string().starts_with(p.as_str())),
+                None => s.state == State::Unread,
+            })
+            .collect())
+    }
+
+    /// One watch that wakes when new mail may have reached any of `mailboxes` (as a `wait` of
+    /// each would): one inotify instance or one PostgreSQL connection however many there are,
+    /// for a server that waits for many callers at once. A wake says nothing of which mailbox:
+    /// each waiter looks again.
+    pub fn wake_on(&self, mailboxes: &[Address]) -> Result<Box<dyn Watch + Send>> {
+        self.store.watch_many(mailboxes)
     }
 
     /// The mailbox `watch` follows: `me`'s own, or the one `target` names in `me`'s project.

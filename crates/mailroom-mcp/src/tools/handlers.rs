@@ -563,10 +563,18 @@ pub(super) fn search_mail(t: &Tools, a: Value, _: &Cancel) -> Result<Outcome> {
     })
 }
 
-pub(super) fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome> {
+/// A `wait_mail` call checked: who waits, for what, and how long.
+#[derive(Debug)]
+pub(crate) struct WaitPlan {
+    pub me: Address,
+    pub what: WaitFor,
+    pub timeout: Duration,
+}
+
+/// Reads and checks a `wait_mail` call.
+pub(crate) fn wait_plan(t: &Tools, a: Value) -> Result<WaitPlan> {
     let a: args::WaitMail = decode("wait_mail", a)?;
     let me = t.member(&a)?;
-    let _slot = WaitSlot::take()?;
     let timeout = match a.timeout_seconds {
         None => DEFAULT_WAIT,
         Some(s) if s.is_finite() && (0.0..=MAX_WAIT.as_secs_f64()).contains(&s) => {
@@ -579,18 +587,37 @@ pub(super) fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome>
             )));
         }
     };
-    let what = WaitFor {
-        from: a.from,
-        reply_to: a.reply_to,
-    };
-    let found = match t
-        .mr
-        .wait(&me, &what, Some(Instant::now() + timeout), cancel)?
-    {
+    Ok(WaitPlan {
+        me,
+        what: WaitFor {
+            from: a.from,
+            reply_to: a.reply_to,
+        },
+        timeout,
+    })
+}
+
+/// `wait_mail` on a thread of its own, with a watch of its own (the stdio server's).
+pub(super) fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome> {
+    let plan = wait_plan(t, a)?;
+    let _slot = WaitSlot::take()?;
+    let waited = t.mr.wait(
+        &plan.me,
+        &plan.what,
+        Some(Instant::now() + plan.timeout),
+        cancel,
+    )?;
+    wait_outcome(t, &plan, waited)
+}
+
+/// What a wait's end tells the client.
+pub(crate) fn wait_outcome(t: &Tools, plan: &WaitPlan, waited: Waited) -> Result<Outcome> {
+    let WaitPlan { me, what, timeout } = plan;
+    let found = match waited {
         Waited::Arrived(found) => found,
         // Nothing arriving is an answer, not a failure: the model waits again or moves on.
         Waited::TimedOut => {
-            let said = match what.timed_out(timeout) {
+            let said = match what.timed_out(*timeout) {
                 Error::Timeout(said) => said,
                 other => other.to_string(),
             };
@@ -604,7 +631,7 @@ pub(super) fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome>
                     "messages": [],
                     "timed_out": true,
                     "note": text,
-                    "notice": render::untrusted_notice(&me),
+                    "notice": render::untrusted_notice(me),
                 })),
                 text,
             });
@@ -614,11 +641,11 @@ pub(super) fn wait_mail(t: &Tools, a: Value, cancel: &Cancel) -> Result<Outcome>
     let structured = json!({
         "messages": found.iter().map(mailroom_json::stored_json).collect::<Vec<_>>(),
         "timed_out": false,
-        "notice": render::untrusted_notice(&me),
+        "notice": render::untrusted_notice(me),
     });
     let text = framed(
         t,
-        &me,
+        me,
         View {
             noun: "new message",
             place: "",

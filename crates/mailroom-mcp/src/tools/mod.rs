@@ -14,6 +14,7 @@ mod identity;
 mod schema;
 mod table;
 
+pub(crate) use handlers::{wait_outcome, wait_plan};
 pub use identity::Acting;
 pub use table::TOOLS;
 

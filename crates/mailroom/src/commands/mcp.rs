@@ -89,8 +89,10 @@ pub fn mcp_http(
         _ => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let (store, _) = ctx.store.shared();
+    let (store, file_store) = ctx.store.shared();
     let mr = Mailroom::shared(store);
+    // Every client's wait_mail, one watch: the file store's looks are plain system calls.
+    let waits = mailroom_mcp::Waits::new(mr.clone(), !file_store);
     let set = match tools {
         ToolsArg::All => ToolSet::All,
         ToolsArg::Lifecycle => ToolSet::Lifecycle,
@@ -115,6 +117,7 @@ pub fn mcp_http(
             },
             set,
         )
+        .with_waits(waits.clone())
     });
     let home = ctx.store.describe();
     mailroom_mcp::http::run(listen, authenticate, server_for, tls, |bound| {

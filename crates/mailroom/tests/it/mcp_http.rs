@@ -446,3 +446,136 @@ fn a_token_with_16_requests_in_progress_is_answered_429_while_others_are_served(
     });
     assert_eq!(a.status, 200, "{a:?}");
 }
+
+/// How many inotify instances a process holds.
+fn inotify_instances(pid: u32) -> usize {
+    fd_targets(pid)
+        .iter()
+        .filter(|t| t.as_str() == "anon_inode:inotify")
+        .count()
+}
+
+fn fd_targets(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|t| t.to_string_lossy().into_owned())
+        .collect()
+}
+
+fn threads(pid: u32) -> usize {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Checks `ok` until it holds, for at most ten seconds; whether it held.
+fn until(mut ok: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while !ok() {
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+    true
+}
+
+/// Fifty wait_mail calls of ten agents at once: all wake on one write to the ten, each with
+/// the message; on files, the server meanwhile holds one inotify instance and no thread per
+/// waiter, and none once they are answered.
+fn fifty_waits_over_http_share_one_watch_and_all_wake_on_one_write(home: &Home) {
+    let agents: Vec<String> = (0..10).map(|i| format!("agent{i}@web")).collect();
+    let tokens: Vec<String> = agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("Bearer {}", token(home, a, &format!("t{i}"))))
+        .collect();
+    let served = Served::start(home, &[]);
+    let pid = served.child.id();
+    let wait = call("wait_mail", r#"{"timeout_seconds":60}"#);
+    let waiting: Vec<_> = (0..50)
+        .map(|i| {
+            let (addr, auth, wait) = (served.addr.clone(), tokens[i % 10].clone(), wait.clone());
+            std::thread::spawn(move || request(&addr, "POST", &[("authorization", &auth)], &wait))
+        })
+        .collect();
+    // The listener and fifty connections.
+    let sockets = || {
+        fd_targets(pid)
+            .iter()
+            .filter(|t| t.starts_with("socket:"))
+            .count()
+    };
+    assert!(until(|| sockets() >= 51), "{} sockets", sockets());
+    if !home.is_postgres() {
+        assert!(until(|| inotify_instances(pid) == 1));
+        assert!(threads(pid) < 50, "{} threads", threads(pid));
+    }
+    let mut send = vec!["send", "--subject", "wake", "--message", "wake up"];
+    for a in &agents {
+        send.extend(["--to", a]);
+    }
+    home.as_("HUMAN", send).ok();
+    for (i, w) in waiting.into_iter().enumerate() {
+        let a = w.join().unwrap();
+        assert_eq!(a.status, 200, "{a:?}");
+        let result = &a.json()["result"];
+        assert_eq!(result["structuredContent"]["timed_out"], false, "{a:?}");
+        let messages = result["structuredContent"]["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 1, "{a:?}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        let heading = format!("=== mailroom: 1 new message for {} ===", agents[i % 10]);
+        assert!(text.starts_with(&heading), "{a:?}");
+        assert_eq!(messages[0]["body"], "wake up");
+    }
+    if !home.is_postgres() {
+        assert!(until(|| inotify_instances(pid) == 0));
+    }
+}
+
+both_stores!(fifty_waits_over_http_share_one_watch_and_all_wake_on_one_write);
+
+/// A client that leaves in the middle of a wait_mail frees its place: the watch it alone held
+/// is closed, and the server serves the next client.
+#[test]
+fn a_client_that_vanishes_mid_wait_is_freed() {
+    let home = Home::new();
+    let bob = format!("Bearer {}", token(&home, "bob@web", "bob"));
+    let served = Served::start(&home, &[]);
+    let pid = served.child.id();
+    let wait = call("wait_mail", r#"{"timeout_seconds":300}"#);
+    let mut s = TcpStream::connect(&served.addr).unwrap();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\nauthorization: {bob}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\ncontent-length: {}\r\n\r\n{wait}",
+        served.addr,
+        wait.len()
+    )
+    .unwrap();
+    assert!(
+        until(|| inotify_instances(pid) == 1),
+        "the wait never began"
+    );
+    drop(s);
+    assert!(
+        until(|| inotify_instances(pid) == 0),
+        "the wait outlived its client"
+    );
+    let a = request(
+        &served.addr,
+        "POST",
+        &[("authorization", &bob)],
+        &call("wait_mail", r#"{"timeout_seconds":0}"#),
+    );
+    assert_eq!(
+        a.json()["result"]["structuredContent"]["timed_out"],
+        true,
+        "{a:?}"
+    );
+}
