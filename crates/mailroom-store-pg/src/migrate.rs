@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0009_writes_through_checked_functions.sql"),
     include_str!("../migrations/0010_leases.sql"),
     include_str!("../migrations/0011_tokens.sql"),
+    include_str!("../migrations/0012_leases_as_operations_write_them.sql"),
 ];
 
 /// The schema version this binary writes and reads.

@@ -1920,6 +1920,16 @@ fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
         )
         .json(),
     );
+    // Leases: alice's and bob's, taken through the CLI as their roles, and an expired one of
+    // carol's, as a lease left to run out stays; and a token of alice's, the operator's.
+    as_role(&alice_url, "alice@web", &["reserve", "src/alice/**"]).ok();
+    as_role(&bob_url, "bob@web", &["reserve", "src/bob/**"]).ok();
+    h.db.admin()
+        .batch_execute(&format!(
+            "INSERT INTO \"{schema}\".leases VALUES ('web', '01KBEXP1RED000000000000000', 'carol@web', 'carol@web', 'old/**', true, NULL, 1, 2)"
+        ))
+        .unwrap();
+    h.as_("HUMAN", &["token", "add", "alice@web"]).ok();
 
     let mut alice = h.db.client_as(&alice_role);
     let now_ns = "(extract(epoch FROM now()) * 1e9)::bigint";
@@ -1965,21 +1975,25 @@ fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
         "channels",
         "entries",
         "seen",
+        "leases",
         "tokens",
         "app_notes",
     ];
     let mut rows: Vec<(String, String)> = Vec::new();
     // Every table × every statement: what is not the role's to do at all. Tokens, even the
-    // hashes, are the operator's alone.
+    // hashes, are the operator's alone. Of the leases a blanket DELETE takes alice's own and
+    // the expired one, and a blanket UPDATE touches only hers.
     for t in tables {
         let readable = !["app_notes", "tokens"].contains(&t);
         rows.push((
             format!("SELECT count(*) FROM {t}"),
             if readable { "rows" } else { "refused" }.into(),
         ));
-        for sql in [format!("DELETE FROM {t}"), format!("TRUNCATE {t}")] {
-            rows.push((sql, "refused".into()));
-        }
+        rows.push((
+            format!("DELETE FROM {t}"),
+            if t == "leases" { "2 rows" } else { "refused" }.into(),
+        ));
+        rows.push((format!("TRUNCATE {t}"), "refused".into()));
         let insertable = ["revisions", "outbox", "keys", "seen"].contains(&t);
         if !insertable {
             rows.push((format!("INSERT INTO {t} DEFAULT VALUES"), "refused".into()));
@@ -1994,7 +2008,10 @@ fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
                 "app_notes" => "note = note",
                 _ => "id = id",
             };
-            rows.push((format!("UPDATE {t} SET {col}"), "refused".into()));
+            rows.push((
+                format!("UPDATE {t} SET {col}"),
+                if t == "leases" { "1 row" } else { "refused" }.into(),
+            ));
         }
     }
     let expect = |rows: &mut Vec<(String, String)>, sql: String, outcome: &str| {
@@ -2349,6 +2366,99 @@ fn strict_mode_attack_table_every_table_and_statement_as_an_agent_role() {
         format!(
             "INSERT INTO revisions SELECT mailbox, id, revision, sender, recipients, subject, body, kind, priority, date, reply_to, thread, edited, channel FROM copies WHERE id = '{to_alice}'"
         ),
+        "refused",
+    );
+    // Leases: taken, renewed and released only as mailroom's operations do, in her own name
+    // and project, for at most a day; another's active lease is not hers to touch.
+    let lease = |project: &str, holder: &str, holder_key: &str, until: &str| {
+        format!(
+            "INSERT INTO leases (project_key, id, holder, holder_key, pattern, exclusive, since, until) VALUES ('{project}', '{fresh_id}', '{holder}', '{holder_key}', 'src/**', true, extract(epoch FROM now())::bigint, {until})"
+        )
+    };
+    let in_an_hour = "extract(epoch FROM now())::bigint + 3600";
+    expect(
+        &mut rows,
+        lease("web", "alice@web", "alice@web", in_an_hour),
+        "1 row",
+    );
+    expect(
+        &mut rows,
+        lease("web", "bob@web", "bob@web", in_an_hour),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        lease("web", "bob@web", "alice@web", in_an_hour),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        lease("secretp", "alice@web", "alice@web", in_an_hour),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        lease(
+            "web",
+            "alice@web",
+            "alice@web",
+            "extract(epoch FROM now())::bigint + 10 * 365 * 86400",
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "UPDATE leases SET until = until + 3600 WHERE holder_key = 'alice@web'".into(),
+        "1 row",
+    );
+    expect(
+        &mut rows,
+        "UPDATE leases SET until = until + 86400 * 365 WHERE holder_key = 'alice@web'".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "UPDATE leases SET until = until + 3600 WHERE holder_key = 'bob@web'".into(),
+        "0 rows",
+    );
+    expect(
+        &mut rows,
+        "UPDATE leases SET holder = 'bob@web', holder_key = 'bob@web' WHERE holder_key = 'alice@web'"
+            .into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "UPDATE leases SET holder = 'bob@web' WHERE holder_key = 'alice@web'".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "UPDATE leases SET project_key = 'secretp' WHERE holder_key = 'alice@web'".into(),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "DELETE FROM leases WHERE holder_key = 'bob@web'".into(),
+        "0 rows",
+    );
+    expect(
+        &mut rows,
+        "DELETE FROM leases WHERE holder_key = 'carol@web'".into(),
+        "1 row",
+    );
+    // Tokens: no hash to read, none to plant for HUMAN, none to move to herself.
+    expect(&mut rows, "SELECT hash FROM tokens".into(), "refused");
+    expect(
+        &mut rows,
+        format!(
+            "INSERT INTO tokens VALUES ('0123456789ab', NULL, 'HUMAN', repeat('a', 64), {now_date}, NULL)"
+        ),
+        "refused",
+    );
+    expect(
+        &mut rows,
+        "UPDATE tokens SET address = 'alice@web'".into(),
         "refused",
     );
     // The CLI's refusals, replayed: roster and projects, acting as another, HUMAN.
