@@ -579,3 +579,286 @@ fn a_client_that_vanishes_mid_wait_is_freed() {
         "{a:?}"
     );
 }
+
+/// A keep-alive connection of one client, answering each request's JSON.
+struct Client {
+    stream: Option<BufReader<TcpStream>>,
+    auth: String,
+}
+
+impl Client {
+    fn call(&mut self, addr: &str, body: &str) -> std::io::Result<Value> {
+        if self.stream.is_none() {
+            self.stream = Some(BufReader::new(TcpStream::connect(addr)?));
+        }
+        let Some(s) = self.stream.as_mut() else {
+            unreachable!("connected above")
+        };
+        let sent = write!(
+            s.get_mut(),
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: {}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\nmcp-protocol-version: 2025-06-18\r\ncontent-length: {}\r\n\r\n{body}",
+            self.auth,
+            body.len()
+        );
+        let answer = sent.and_then(|()| {
+            let mut length = 0;
+            let mut status = String::new();
+            s.read_line(&mut status)?;
+            loop {
+                let mut line = String::new();
+                if s.read_line(&mut line)? == 0 {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+                if line == "\r\n" {
+                    break;
+                }
+                if let Some((k, v)) = line.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    length = v.trim().parse().map_err(std::io::Error::other)?;
+                }
+            }
+            let mut body = vec![0; length];
+            s.read_exact(&mut body)?;
+            if !status.starts_with("HTTP/1.1 200") {
+                return Err(std::io::Error::other(format!(
+                    "{status}{}",
+                    String::from_utf8_lossy(&body)
+                )));
+            }
+            serde_json::from_slice(&body).map_err(std::io::Error::other)
+        });
+        if answer.is_err() {
+            self.stream = None;
+        }
+        answer
+    }
+}
+
+/// Fifty agents make 200 keyed write_mail calls each over HTTP, and the server is killed
+/// (SIGKILL) in the middle: each agent retries its unanswered call with the same key on the
+/// restarted server and goes on. Every mailbox then holds each of its 200 messages exactly once.
+#[test]
+fn fifty_agents_times_200_writes_over_http_survive_a_kill_9_with_nothing_lost_or_doubled() {
+    const AGENTS: usize = 50;
+    const CALLS: usize = 200;
+    let home = Home::new();
+    let tokens: Vec<String> = (0..AGENTS)
+        .map(|i| {
+            format!(
+                "Bearer {}",
+                token(&home, &format!("a{i}@default"), &format!("t{i}"))
+            )
+        })
+        .collect();
+    let first = Served::start(&home, &[]);
+    // The server's address, and a signal when it changes (the restart).
+    let addr = Arc::new((
+        std::sync::Mutex::new(first.addr.clone()),
+        std::sync::Condvar::new(),
+    ));
+    let (answered, answers) = std::sync::mpsc::channel::<()>();
+    let clients: Vec<_> = tokens
+        .into_iter()
+        .enumerate()
+        .map(|(i, auth)| {
+            let (addr, answered) = (addr.clone(), answered.clone());
+            std::thread::spawn(move || {
+                let mut client = Client { stream: None, auth };
+                let mut j = 0;
+                while j < CALLS {
+                    let body = call(
+                        "write_mail",
+                        &format!(r#"{{"recipient":"box{i}","subject":"m{j}","body":"from a{i}","idempotency_key":"a{i}-{j}"}}"#),
+                    );
+                    let at = addr.0.lock().unwrap().clone();
+                    match client.call(&at, &body) {
+                        Ok(v) => {
+                            assert_eq!(v["result"]["isError"], false, "{v}");
+                            j += 1;
+                            let _ = answered.send(());
+                        }
+                        // The server is down: the same call again, once it is back.
+                        Err(e) => {
+                            let (now, _) = addr
+                                .1
+                                .wait_timeout_while(
+                                    addr.0.lock().unwrap(),
+                                    std::time::Duration::from_secs(60),
+                                    |now| *now == at,
+                                )
+                                .unwrap();
+                            assert_ne!(*now, at, "a{i}: {e}, and no server came back");
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(answered);
+    for _ in 0..AGENTS * CALLS / 3 {
+        answers
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the load goes on");
+    }
+    drop(first);
+    let second = Served::start(&home, &[]);
+    *addr.0.lock().unwrap() = second.addr.clone();
+    addr.1.notify_all();
+    for c in clients {
+        c.join().unwrap();
+    }
+    for i in 0..AGENTS {
+        let inbox = home
+            .as_(
+                &format!("box{i}@default"),
+                ["--json", "inbox", "--limit", "1000"],
+            )
+            .json();
+        let mut subjects: Vec<String> = inbox["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["subject"].as_str().unwrap().to_owned())
+            .collect();
+        subjects.sort_by_key(|s| s[1..].parse::<usize>().unwrap());
+        let expected: Vec<String> = (0..CALLS).map(|j| format!("m{j}")).collect();
+        assert_eq!(subjects, expected, "box{i}");
+    }
+}
+
+/// An expired token stops at its expiry, without a restart; a call naming another identity is
+/// refused; neither changes anything.
+fn expired_tokens_and_anothers_identity_are_refused_and_change_nothing(home: &Home) {
+    let bob = format!("Bearer {}", token(home, "bob@web", "bob"));
+    let brief = home
+        .as_(
+            "HUMAN",
+            [
+                "token",
+                "add",
+                "carol@web",
+                "--name",
+                "carol",
+                "--expires",
+                "1",
+            ],
+        )
+        .stdout();
+    let brief = format!("Bearer {}", brief.trim());
+    let served = Served::start(home, &[]);
+    let write = call("write_mail", r#"{"recipient":"alice@web","body":"hello"}"#);
+    let init = initialize("2025-06-18");
+    let a = until_status(401, || {
+        request(&served.addr, "POST", &[("authorization", &brief)], &init)
+    });
+    assert_eq!(a.status, 401, "{a:?}");
+    assert_eq!(
+        a.header("www-authenticate"),
+        Some("Bearer realm=\"mailroom\"")
+    );
+    let a = request(&served.addr, "POST", &[("authorization", &brief)], &write);
+    assert_eq!(a.status, 401, "{a:?}");
+
+    for args in [
+        r#"{"recipient":"alice@web","body":"as carol","sender":"carol"}"#,
+        r#"{"recipient":"alice@web","body":"as carol","sender":"carol","sender_project_handle":"web"}"#,
+        r#"{"recipient":"alice@web","body":"as HUMAN","sender":"HUMAN"}"#,
+    ] {
+        let a = request(
+            &served.addr,
+            "POST",
+            &[("authorization", &bob)],
+            &call("write_mail", args),
+        );
+        assert_eq!(a.status, 200, "{a:?}");
+        let result = &a.json()["result"];
+        assert_eq!(result["isError"], true, "{args}: {a:?}");
+        assert_eq!(
+            result["structuredContent"]["error"]["kind"], "refused",
+            "{args}: {a:?}"
+        );
+    }
+    let inbox = home.as_("alice@web", ["--json", "inbox"]).json();
+    assert_eq!(inbox["messages"], serde_json::json!([]), "{inbox}");
+}
+
+both_stores!(expired_tokens_and_anothers_identity_are_refused_and_change_nothing);
+
+/// A request that dribbles in, `pace` apart: `head` first, then `rest` byte by byte, for as
+/// long as the server takes it. What the server answered before it closed the connection.
+fn dribble(addr: &str, head: String, rest: &'static [u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    // Far beyond the server's bounds (10 s for a head, 30 s for a body): a server that never
+    // cuts the client off fails the test here.
+    s.set_read_timeout(Some(std::time::Duration::from_secs(90)))
+        .unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    let mut reader = s.try_clone().unwrap();
+    let reading = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let read = reader.read_to_end(&mut got);
+        (
+            read.map_err(|e| e.kind()),
+            String::from_utf8_lossy(&got).into_owned(),
+        )
+    });
+    for byte in rest.iter().cycle() {
+        if reading.is_finished() || s.write_all(&[*byte]).is_err() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    let (read, got) = reading.join().unwrap();
+    assert!(
+        !matches!(
+            read,
+            Err(std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+        ),
+        "the server never cut the slow client off"
+    );
+    got
+}
+
+/// Slow clients (a head dribbled, a body dribbled) are cut off at the server's bounds, while
+/// another client is served throughout.
+#[test]
+fn slow_clients_are_cut_off_while_another_is_served() {
+    let home = Home::new();
+    let bob = format!("Bearer {}", token(&home, "bob@web", "bob"));
+    let served = Served::start(&home, &[]);
+    let addr = served.addr.clone();
+    let slow_head = {
+        let addr = addr.clone();
+        let head = format!("POST /mcp HTTP/1.1\r\nhost: {addr}\r\nx-slow: ");
+        std::thread::spawn(move || dribble(&addr, head, b"abcdefgh"))
+    };
+    let slow_body = {
+        let (addr, bob) = (addr.clone(), bob.clone());
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nhost: {addr}\r\nauthorization: {bob}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: 100000\r\n\r\n"
+        );
+        std::thread::spawn(move || dribble(&addr, head, b"          "))
+    };
+    let mut served_meanwhile = 0;
+    while !(slow_head.is_finished() && slow_body.is_finished()) {
+        let a = request(
+            &addr,
+            "POST",
+            &[("authorization", &bob)],
+            &initialize("2025-06-18"),
+        );
+        assert_eq!(a.status, 200, "{a:?}");
+        served_meanwhile += 1;
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(served_meanwhile > 0);
+    // hyper closes a late head without an answer; a late body is answered 408.
+    assert_eq!(slow_head.join().unwrap(), "");
+    let body = slow_body.join().unwrap();
+    assert!(body.starts_with("HTTP/1.1 408"), "{body}");
+    assert!(
+        body.ends_with("the request body did not arrive in time\n"),
+        "{body}"
+    );
+}
