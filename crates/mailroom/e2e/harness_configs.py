@@ -13,6 +13,9 @@ report no invalid settings; `--uninstall` must give back the original bytes.
   codex:    `codex mcp list --json`, and the `hooks/list` request of `codex app-server`
   gemini:   `gemini mcp list` (starts the server: Connected)
   opencode: `opencode debug config --pure`, also after `setup opencode --launcher npx`
+  remote:   `setup HARNESS --remote URL` against a live `mailroom mcp --listen`, the token in
+            MAILROOM_TOKEN: `claude mcp list`, `gemini mcp list` and `opencode mcp list` connect
+            (the server refuses a request without the token), `codex mcp list --json` shows it
 
 Cursor has no CLI that can be installed here; its shapes are pinned from its documentation by
 the Rust tests.
@@ -279,8 +282,79 @@ def opencode_npx():
         roundtrip(m, "opencode", validate, flags=("--launcher", "npx"))
 
 
+def remote():
+    """`setup HARNESS --remote URL`: each harness's HTTP entry, its token read from
+    MAILROOM_TOKEN, against a live `mailroom mcp --listen` on loopback: Claude Code and Gemini
+    CLI connect to it, Codex lists it as Streamable HTTP with the variable, OpenCode resolves
+    `{env:MAILROOM_TOKEN}` to the token; `--uninstall` restores every byte."""
+    with tempfile.TemporaryDirectory(prefix="mailroom-setup-remote-") as tmp:
+        m = Machine(tmp)
+        r = m.run("mailroom", "--as", "HUMAN", "token", "add", "web@web")
+        token = r.stdout.strip()
+        check(r.returncode == 0 and token.startswith("mailroom_"), f"token add ({r.stderr.strip()})")
+        server = subprocess.Popen(["mailroom", "mcp", "--listen", "127.0.0.1:0"], cwd=m.repo, env=m.env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            url = server.stdout.readline().strip()
+            check(url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), f"mcp --listen serves {url}")
+            m.env["MAILROOM_TOKEN"] = token
+            flags = ("--remote", url)
+
+            def claude_ok():
+                r = m.run(CLAUDE, "mcp", "list", stdin="")
+                line = next((l for l in r.stdout.splitlines() if l.startswith("mailroom:")), "")
+                check(url in line and "✔ Connected" in line, f"claude mcp list connects over HTTP:\n{r.stdout}{r.stderr}")
+                r = m.run(CLAUDE, "doctor", stdin="")
+                invalid = r.stdout.split("Invalid settings", 1)[1].split("\n\n", 1)[0] if "Invalid settings" in r.stdout else ""
+                ours = [str(m.repo / ".mcp.json"), str(m.home / ".claude.json")]
+                check(r.returncode == 0 and not any(p in invalid for p in ours),
+                      f"claude doctor names none of our files (remote):\n{invalid}")
+
+            def codex_ok():
+                r = m.run(str(BIN_DIR / "codex"), "mcp", "list", "--json")
+                try:
+                    servers = {s["name"]: s for s in json.loads(r.stdout)}
+                except (ValueError, KeyError, TypeError):
+                    servers = {}
+                got = servers.get("mailroom", {}).get("transport", {})
+                check(got.get("type") == "streamable_http" and got.get("url") == url
+                      and got.get("bearer_token_env_var") == "MAILROOM_TOKEN",
+                      f"codex mcp list --json (remote): {got or r.stdout + r.stderr}")
+
+            def gemini_ok():
+                m.write(".gemini/trustedFolders.json", json.dumps({str(m.repo): "TRUST_FOLDER"}), base=m.home)
+                r = m.run(str(BIN_DIR / "gemini"), "mcp", "list")
+                out = r.stdout + r.stderr
+                check(f"mailroom: {url} (http) - Connected" in out, f"gemini mcp list connects over HTTP:\n{out}")
+
+            def opencode_ok():
+                # `debug config` shows headers as ***: `mcp list` connects with them.
+                r = m.run(str(BIN_DIR / "opencode"), "debug", "config", "--pure")
+                try:
+                    got = json.loads(r.stdout).get("mcp", {}).get("mailroom")
+                except ValueError:
+                    got = None
+                check(isinstance(got, dict) and got.get("type") == "remote" and got.get("url") == url,
+                      f"opencode debug config (remote): {got}")
+                # The server answers 401 without the token, so connecting proves it was read.
+                r = m.run(str(BIN_DIR / "opencode"), "mcp", "list", "--pure")
+                out = r.stdout.replace("\x1b[90m", "").replace("\x1b[0m", "")
+                check("✓ mailroom connected" in out and url in out, f"opencode mcp list connects over HTTP:\n{out[-2000:]}{r.stderr[-2000:]}")
+
+            for harness, validate in (("claude", claude_ok), ("codex", codex_ok), ("gemini", gemini_ok),
+                                      ("opencode", opencode_ok)):
+                before = m.snapshot()
+                roundtrip(m, harness, validate, flags=flags,
+                          rewritten=(str(m.home / ".claude.json"),) if harness == "claude" else ())
+                after = m.snapshot()
+                check(not any(token.encode() in b for b in after.values()), f"{harness}: the token is in no file")
+        finally:
+            server.kill()
+            server.wait()
+
+
 only = [h for h in os.environ.get("HARNESS_CONFIGS_ONLY", "").split(",") if h]
-for harness in (claude, codex, codex_toml, gemini, opencode, opencode_npx):
+for harness in (claude, codex, codex_toml, gemini, opencode, opencode_npx, remote):
     if not only or harness.__name__ in only:
         harness()
 if failures:

@@ -299,10 +299,18 @@ pub struct SetupArgs {
     pub binary: Option<std::path::PathBuf>,
     /// How the configs start mailroom: path (the default): by this program's absolute path, or
     /// --binary's; path-lookup: as plain `mailroom`, found on the harness's PATH; uvx or npx:
-    /// through a package runner, `uvx --from mailroom-cli mailroom` or `npx -y mailroom-cli`
-    /// (it fetches the package when the harness first starts it).
+    /// through a package runner, `uvx --from mailroom-cli==VERSION mailroom` or `npx -y
+    /// mailroom-cli@VERSION` (it fetches the package when the harness first starts it).
     #[arg(long, value_enum)]
     pub launcher: Option<LauncherArg>,
+    /// Wire the harness to a mailroom MCP server over HTTP (`mcp --listen`) at URL instead of
+    /// starting mailroom here: only its MCP server entry, no hooks; the token is read from an
+    /// environment variable when the harness starts, never written into a file.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["binary", "launcher", "check"])]
+    pub remote: Option<String>,
+    /// With --remote: the environment variable that holds the token (default MAILROOM_TOKEN).
+    #[arg(long, value_name = "VAR", requires = "remote")]
+    pub token_env: Option<String>,
     /// Put setup's `mailroom` server entry in place of one setup did not write (`--uninstall`
     /// puts that one back).
     #[arg(long, conflicts_with = "check")]

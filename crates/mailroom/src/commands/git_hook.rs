@@ -31,6 +31,7 @@ pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
         (args.replace, "--replace"),
         (args.operator, "--operator"),
         (args.check, "--check"),
+        (args.remote.is_some(), "--remote"),
     ] {
         if given {
             return Err(Error::Invalid(format!(

@@ -6,7 +6,7 @@ use anyhow::Result;
 use mailroom_core::ops::HookEvent::*;
 use serde_json::json;
 
-use super::{Harness, hook_entries, stdio};
+use super::{Harness, hook_entries, server_only, stdio};
 use crate::commands::setup::jsonc::JsonPiece;
 use crate::commands::setup::{Invocation, Piece, Places, Scope};
 
@@ -45,6 +45,14 @@ impl Harness for Claude {
             Scope::Project => root.join(".mcp.json"),
             Scope::User => root.join(".claude.json"),
         };
+        if let Some(r) = &inv.remote {
+            // MCP (docs: mcp, "Add a remote HTTP server", "Environment variable expansion in
+            // `.mcp.json`"): `{"type": "http", "url", "headers"}`, `${VAR}` expanded in `url`
+            // and `headers` when Claude Code reads the file.
+            let value = json!({"type": "http", "url": r.url,
+                "headers": {"Authorization": r.bearer(|v| format!("${{{v}}}"))}});
+            return Ok(server_only(mcp, "mcpServers", value, json!({}), true));
+        }
         let stdio = stdio(inv);
         let server = json!({"type": "stdio", "command": stdio["command"], "args": stdio["args"]});
         Ok(vec![

@@ -67,6 +67,17 @@ impl Harness for Codex {
         // ("prefer a single representation"): mailroom's go where the user keeps theirs,
         // `config.toml` when it has hooks and there is no `hooks.json`.
         let config = dir.join("config.toml");
+        if let Some(remote) = &inv.remote {
+            // Codex (docs: config-reference, "mcp_servers"): a Streamable HTTP server is `url`,
+            // with `bearer_token_env_var` naming the variable the bearer token is read from.
+            return Ok(vec![Piece::Toml {
+                path: config,
+                command: String::new(),
+                args: Vec::new(),
+                hooks: Vec::new(),
+                remote: Some(remote.clone()),
+            }]);
+        }
         let hooks_json = dir.join("hooks.json");
         let mcp_argv = inv.argv(&["mcp"]);
         let events = hook_entries(
@@ -90,6 +101,7 @@ impl Harness for Codex {
                 command: inv.program.clone(),
                 args: mcp_argv,
                 hooks: events,
+                remote: None,
             }]
         } else {
             vec![
@@ -98,6 +110,7 @@ impl Harness for Codex {
                     command: inv.program.clone(),
                     args: mcp_argv,
                     hooks: Vec::new(),
+                    remote: None,
                 },
                 Piece::Json {
                     path: hooks_json,

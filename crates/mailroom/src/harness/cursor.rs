@@ -6,7 +6,7 @@ use anyhow::Result;
 use mailroom_core::ops::HookEvent::{self, *};
 use serde_json::{Value, json};
 
-use super::{Harness, hook_entries, stdio};
+use super::{Harness, hook_entries, server_only, stdio};
 use crate::commands::setup::jsonc::JsonPiece;
 use crate::commands::setup::{Invocation, Piece, Places, Scope};
 
@@ -68,6 +68,19 @@ impl Harness for Cursor {
         // [{"command"}]}}`; sessionStart and postToolUse can add context, stop can send a
         // follow-up message. beforeSubmitPrompt cannot add context, so it is not hooked.
         let dir = root.join(".cursor");
+        if let Some(r) = &inv.remote {
+            // Cursor (docs: context/mcp, "Remote server", "Config interpolation"): `url` and
+            // `headers`, `${env:NAME}` read from the environment.
+            let value = json!({"url": r.url,
+                "headers": {"Authorization": r.bearer(|v| format!("${{env:{v}}}"))}});
+            return Ok(server_only(
+                dir.join("mcp.json"),
+                "mcpServers",
+                value,
+                json!({}),
+                false,
+            ));
+        }
         Ok(vec![
             Piece::Json {
                 path: dir.join("mcp.json"),

@@ -6,7 +6,7 @@ use anyhow::Result;
 use mailroom_core::ops::HookEvent::{self, *};
 use serde_json::{Value, json};
 
-use super::{Harness, hook_entries, stdio};
+use super::{Harness, hook_entries, server_only, stdio};
 use crate::commands::setup::jsonc::JsonPiece;
 use crate::commands::setup::{Invocation, Piece, Places, Scope};
 
@@ -72,6 +72,15 @@ impl Harness for Gemini {
         // `{"matcher", "hooks": [{"type": "command", "command", "name"}]}`; the events
         // that can add context are SessionStart, BeforeAgent and AfterTool, and AfterAgent
         // can send the agent back to work.
+        let settings = root.join(".gemini").join("settings.json");
+        if let Some(r) = &inv.remote {
+            // docs/tools/mcp-server.md: `httpUrl` is a Streamable HTTP endpoint, `headers` its
+            // headers; docs/reference/configuration.md: a string in settings.json may name a
+            // variable as `${VAR_NAME}`, resolved when the settings load.
+            let value = json!({"httpUrl": r.url,
+                "headers": {"Authorization": r.bearer(|v| format!("${{{v}}}"))}});
+            return Ok(server_only(settings, "mcpServers", value, json!({}), false));
+        }
         let mut events = hook_entries(
             self,
             inv,
@@ -86,7 +95,7 @@ impl Harness for Gemini {
             e.extra = vec![("name", json!(format!("mailroom-{}", e.event)))];
         }
         Ok(vec![Piece::Json {
-            path: root.join(".gemini").join("settings.json"),
+            path: settings,
             pieces: vec![
                 JsonPiece::Server {
                     container: "mcpServers",

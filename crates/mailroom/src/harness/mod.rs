@@ -18,7 +18,7 @@ use anyhow::Result;
 use mailroom_core::ops::HookEvent;
 use serde_json::{Value, json};
 
-use crate::commands::setup::jsonc::HookEntry;
+use crate::commands::setup::jsonc::{HookEntry, JsonPiece};
 use crate::commands::setup::{Invocation, Piece, Places, Scope};
 
 /// Every harness, in the order `setup all` and `setup --check` go through them.
@@ -248,6 +248,23 @@ pub(crate) fn hook_entries(
         .collect()
 }
 
+/// What `setup --remote` keeps: the MCP server entry `value` alone, in the JSON file `path`
+/// (no hooks: they run mailroom on this machine, which a remote harness does not have).
+pub(crate) fn server_only(
+    path: PathBuf,
+    container: &'static str,
+    value: Value,
+    skeleton: Value,
+    strict: bool,
+) -> Vec<Piece> {
+    vec![Piece::Json {
+        path,
+        pieces: vec![JsonPiece::Server { container, value }],
+        skeleton,
+        strict,
+    }]
+}
+
 /// The MCP server entry most harnesses take: the program and its arguments.
 pub(crate) fn stdio(inv: &Invocation) -> Value {
     json!({"command": inv.program, "args": inv.argv(&["mcp"])})
@@ -256,7 +273,6 @@ pub(crate) fn stdio(inv: &Invocation) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::setup::jsonc::JsonPiece;
 
     #[test]
     fn names_are_unique_and_found_by_name() {
@@ -280,6 +296,7 @@ mod tests {
             program: "mailroom".into(),
             launcher: vec![],
             global: vec![],
+            remote: None,
         };
         for h in ALL {
             for (scope, root) in [

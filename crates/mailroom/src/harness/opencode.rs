@@ -53,6 +53,21 @@ impl Harness for Opencode {
             .map(|n| config_dir.join(n))
             .find(|p| p.exists())
             .unwrap_or_else(|| config_dir.join("opencode.json"));
+        if let Some(r) = &inv.remote {
+            // OpenCode (docs: mcp-servers, "Remote"): `{"type": "remote", "url", "headers",
+            // "enabled"}`; (docs: config, "Variables") `{env:NAME}` is read from the
+            // environment when the config loads.
+            let value = json!({"type": "remote", "url": r.url,
+                "headers": {"Authorization": r.bearer(|v| format!("{{env:{v}}}"))},
+                "enabled": true});
+            return Ok(super::server_only(
+                config,
+                "mcp",
+                value,
+                json!({"$schema": "https://opencode.ai/config.json"}),
+                false,
+            ));
+        }
         let mut command = vec![inv.program.clone()];
         command.extend(inv.argv(&["mcp"]));
         // OpenCode has no shell hooks; it loads every JS/TS file in `.opencode/plugins/`

@@ -1549,3 +1549,231 @@ fn launcher_entries_of_any_release_are_taken_out_without_a_record() {
         "{\n  \"hooks\": {\n    \"Stop\": [\n      { \"hooks\": [{ \"type\": \"command\", \"command\": \"npx -y mailroom-cli@latest hook claude Stop\" }] }\n    ]\n  }\n}\n"
     );
 }
+
+/// `setup HARNESS --remote URL --token-env VAR`: each harness's own HTTP form of the MCP
+/// server entry, the token named by its variable in the harness's syntax and never written;
+/// no hooks; a second run changes nothing; --uninstall (with or without --remote) gives every
+/// file its bytes back.
+#[test]
+fn remote_writes_each_harness_http_entry_and_uninstall_restores_the_bytes() {
+    const URL: &str = "https://mail.example.net/mcp";
+    for harness in HARNESSES {
+        for uninstall_with_remote in [true, false] {
+            let m = Machine::new();
+            existing(&m, harness);
+            let before = m.files();
+            let run = m
+                .setup([harness, "--remote", URL, "--token-env", "WEB_TOKEN"])
+                .env("WEB_TOKEN", "secret-token-value")
+                .ok();
+            assert_eq!(run.stderr, "", "{harness}");
+            assert!(
+                run.stdout.contains(&format!("\nremote: the MCP server entry reaches {URL} with the token from the environment variable WEB_TOKEN (set it where the harness starts); no hooks were written (they run mailroom on this machine), so mail reaches the agent when it calls mailroom's tools\n")),
+                "{harness}: {}",
+                run.stdout
+            );
+            let after = m.files();
+            let changed: Vec<&PathBuf> = after
+                .iter()
+                .filter(|(p, b)| {
+                    !p.starts_with(m.user().join(".local"))
+                        && before.iter().find(|(q, _)| q == p).map(|(_, c)| c) != Some(b)
+                })
+                .map(|(p, _)| p)
+                .collect();
+            let r = m.repo();
+            let (file, entry) = match harness {
+                "claude" => (
+                    ".mcp.json",
+                    json!({"type": "http", "url": URL, "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}}),
+                ),
+                "gemini" => (
+                    ".gemini/settings.json",
+                    json!({"httpUrl": URL, "headers": {"Authorization": "Bearer ${WEB_TOKEN}"}}),
+                ),
+                "cursor" => (
+                    ".cursor/mcp.json",
+                    json!({"url": URL, "headers": {"Authorization": "Bearer ${env:WEB_TOKEN}"}}),
+                ),
+                "opencode" => (
+                    "opencode.jsonc",
+                    json!({"type": "remote", "url": URL, "headers": {"Authorization": "Bearer {env:WEB_TOKEN}"}, "enabled": true}),
+                ),
+                _ => (
+                    ".codex/config.toml",
+                    json!({"url": URL, "bearer_token_env_var": "WEB_TOKEN"}),
+                ),
+            };
+            assert_eq!(
+                changed,
+                [&r.join(file)],
+                "{harness}: only the server's file"
+            );
+            let text = std::fs::read_to_string(r.join(file)).unwrap();
+            let got = if harness == "codex" {
+                let doc: toml::Table = toml::from_str(&text).unwrap();
+                serde_json::to_value(&doc["mcp_servers"]["mailroom"]).unwrap()
+            } else {
+                let container = if harness == "opencode" {
+                    "mcp"
+                } else {
+                    "mcpServers"
+                };
+                // JSONC (comments) read back through the harness-agnostic parser setup uses.
+                let v = jsonc_value(&text);
+                v[container]["mailroom"].clone()
+            };
+            assert_eq!(got, entry, "{harness}: {text}");
+            for (path, bytes) in &after {
+                assert!(
+                    !String::from_utf8_lossy(bytes).contains("secret-token-value"),
+                    "{harness}: the token is in {}",
+                    path.display()
+                );
+            }
+            let again = m
+                .setup([harness, "--remote", URL, "--token-env", "WEB_TOKEN"])
+                .ok();
+            assert!(again.stdout.contains("nothing to change"), "{harness}");
+            if uninstall_with_remote {
+                m.setup([
+                    harness,
+                    "--remote",
+                    URL,
+                    "--token-env",
+                    "WEB_TOKEN",
+                    "--uninstall",
+                ])
+                .ok();
+            } else {
+                m.setup([harness, "--uninstall"]).ok();
+            }
+            assert_eq!(m.files(), before, "{harness}: --uninstall");
+        }
+    }
+}
+
+/// A remote entry set up elsewhere (no record here) is setup's: --uninstall takes it out.
+#[test]
+fn a_remote_entry_without_a_record_is_taken_out() {
+    let m = Machine::new();
+    m.write(
+        &m.repo().join(".mcp.json"),
+        "{\"mcpServers\":{\"github\":{\"command\":\"gh\"},\"mailroom\":{\"type\":\"http\",\"url\":\"https://m.example.net/mcp\",\"headers\":{\"Authorization\":\"Bearer ${ANN_TOKEN}\"}}}}\n",
+    );
+    m.setup(["claude", "--uninstall"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(m.repo().join(".mcp.json")).unwrap(),
+        "{\"mcpServers\":{\"github\":{\"command\":\"gh\"}}}\n"
+    );
+    // With the token itself in its header it is the user's own: refused, and kept.
+    let theirs = "{\"mcpServers\":{\"mailroom\":{\"type\":\"http\",\"url\":\"https://m.example.net/mcp\",\"headers\":{\"Authorization\":\"Bearer abc123\"}}}}\n";
+    m.write(&m.repo().join(".mcp.json"), theirs);
+    let refused = m
+        .setup(["claude", "--remote", "https://m.example.net/mcp"])
+        .run();
+    assert_eq!(refused.code, 4, "{}", refused.stderr);
+    assert!(!refused.stderr.contains("abc123"), "{}", refused.stderr);
+    m.setup(["claude", "--uninstall"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(m.repo().join(".mcp.json")).unwrap(),
+        theirs
+    );
+}
+
+/// `--remote` refusals (exit 2, one sentence, nothing written) and the plain-HTTP warning.
+#[test]
+fn remote_refusals_change_nothing_and_plain_http_elsewhere_warns() {
+    let m = Machine::new();
+    let before = m.files();
+    for (args, says) in [
+        (
+            vec!["claude", "--remote", "ftp://m.example.net/mcp"],
+            "is not an http:// or https:// URL",
+        ),
+        (
+            vec!["claude", "--remote", "/mcp"],
+            "is not an http:// or https:// URL",
+        ),
+        (vec!["claude", "--remote", "not a url"], "is not a URL"),
+        (
+            vec![
+                "claude",
+                "--remote",
+                "https://ann:hunter2@m.example.net/mcp",
+            ],
+            "carries credentials",
+        ),
+        (
+            vec![
+                "claude",
+                "--remote",
+                "https://m.example.net/mcp",
+                "--token-env",
+                "1TOKEN",
+            ],
+            "is not an environment variable's name",
+        ),
+        (
+            vec![
+                "claude",
+                "--remote",
+                "https://m.example.net/mcp",
+                "--as",
+                "api@web",
+            ],
+            "--remote takes no --as or --home",
+        ),
+        (
+            vec![
+                "claude",
+                "--remote",
+                "https://m.example.net/mcp",
+                "--launcher",
+                "uvx",
+            ],
+            "cannot be used with",
+        ),
+        (vec!["claude", "--token-env", "T"], "--remote"),
+        (
+            vec!["git-hook", "--remote", "https://m.example.net/mcp"],
+            "setup git-hook takes no --remote",
+        ),
+    ] {
+        let run = m.setup(args.clone()).run();
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
+        assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
+        assert_eq!(m.files(), before, "{args:?}");
+    }
+    let plain = m
+        .setup([
+            "claude",
+            "--remote",
+            "http://m.example.net:7475/mcp",
+            "--dry-run",
+        ])
+        .ok();
+    assert_eq!(
+        plain.stderr,
+        "warning: http://m.example.net:7475/mcp is plain HTTP to another machine, so anyone on the path can read the token; serve it over HTTPS (mcp --listen with --tls-cert and --tls-key, or a TLS proxy) and use https://\n"
+    );
+    for local in [
+        "http://127.0.0.1:7475/mcp",
+        "http://localhost:7475/mcp",
+        "http://[::1]:7475/mcp",
+    ] {
+        let run = m.setup(["claude", "--remote", local, "--dry-run"]).ok();
+        assert_eq!(run.stderr, "", "{local}");
+    }
+}
+
+/// A JSON or JSONC text's value (comments and trailing commas allowed).
+fn jsonc_value(text: &str) -> Value {
+    let stripped: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    serde_json::from_str(&stripped).unwrap_or_else(|e| panic!("{e}: {text}"))
+}

@@ -27,6 +27,7 @@ pub(super) fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> 
         program: "mailroom".into(),
         launcher: vec![],
         global: vec![],
+        remote: None,
     };
     let mut programs: Vec<Vec<String>> = Vec::new();
     let mut any = false;

@@ -202,10 +202,17 @@ fn add_piece(
             command,
             args,
             hooks,
+            remote,
             ..
-        } => toml::add(text, command, args, hooks, known, replace, &|c| {
-            is_ours(c, harness)
-        }),
+        } => toml::add(
+            text,
+            (command.as_str(), args.as_slice()),
+            remote.as_ref(),
+            hooks,
+            known,
+            replace,
+            &|c| is_ours(c, harness),
+        ),
         Piece::Whole { contents, .. } => match text {
             Some(t) if !t.starts_with("// mailroom:") => {
                 Err(anyhow!("it exists and was not written by mailroom"))

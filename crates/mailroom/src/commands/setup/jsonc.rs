@@ -309,6 +309,9 @@ fn setup_shaped(current: &Value, wanted: &Value) -> bool {
     let (Some(cur), Some(want)) = (current.as_object(), wanted.as_object()) else {
         return false;
     };
+    if remote_shaped(cur) {
+        return true;
+    }
     let argv: Option<Vec<String>> = match cur.get("command") {
         Some(Value::String(c)) => std::iter::once(Some(c.clone()))
             .chain(match cur.get("args") {
@@ -328,6 +331,49 @@ fn setup_shaped(current: &Value, wanted: &Value) -> bool {
         Some(w) => v == w,
     }) && argv.is_some_and(|a| super::is_our_server(&a))
 }
+
+/// Whether a server entry is as `setup --remote` writes it for some harness: an http(s)
+/// `url` (or Gemini CLI's `httpUrl`), one `Authorization` header that reads the token from a
+/// variable in one of the harnesses' syntaxes (`${VAR}`, `${env:VAR}`, `{env:VAR}`), and
+/// `type` and `enabled` only as setup writes them.
+fn remote_shaped(cur: &serde_json::Map<String, Value>) -> bool {
+    let reference = |v: &str| {
+        let name = v
+            .strip_prefix("Bearer ${env:")
+            .or_else(|| v.strip_prefix("Bearer ${"))
+            .or_else(|| v.strip_prefix("Bearer {env:"))
+            .and_then(|n| n.strip_suffix('}'));
+        name.is_some_and(|n| {
+            !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    };
+    let urls: Vec<&Value> = ["url", "httpUrl"]
+        .iter()
+        .filter_map(|k| cur.get(*k))
+        .collect();
+    urls.len() == 1
+        && urls[0]
+            .as_str()
+            .is_some_and(|u| u.starts_with("http://") || u.starts_with("https://"))
+        && cur.iter().all(|(k, v)| match k.as_str() {
+            "url" | "httpUrl" => true,
+            "type" => v == "http" || v == "remote",
+            "enabled" => v == true,
+            "headers" => v.as_object().is_some_and(|h| {
+                h.len() == 1
+                    && h.get("Authorization")
+                        .and_then(Value::as_str)
+                        .is_some_and(reference)
+            }),
+            _ => false,
+        })
+}
+
+/// The keys setup writes in a server entry, local or remote: what else an entry of setup's
+/// holds is the user's, kept when setup rewrites it.
+const SETUP_KEYS: [&str; 7] = [
+    "type", "command", "args", "enabled", "url", "httpUrl", "headers",
+];
 
 /// A few words on an entry setup will not replace (never its values: an `env` may hold a
 /// secret).
@@ -410,7 +456,7 @@ fn add_server(
         let mut wanted = value.clone();
         if let (Some(Value::Object(old)), Value::Object(new)) = (&current, &mut wanted) {
             for (k, v) in old {
-                if !new.contains_key(k) {
+                if !new.contains_key(k) && !SETUP_KEYS.contains(&k.as_str()) {
                     new.insert(k.clone(), v.clone());
                 }
             }
@@ -780,8 +826,9 @@ fn inline(v: &Value) -> String {
 
 /// The order the harnesses' documentation writes keys in, not alphabetical.
 fn rank(k: &str) -> usize {
-    const ORDER: [&str; 9] = [
-        "$schema", "version", "name", "type", "matcher", "command", "args", "enabled", "hooks",
+    const ORDER: [&str; 12] = [
+        "$schema", "version", "name", "type", "matcher", "command", "args", "url", "httpUrl",
+        "headers", "enabled", "hooks",
     ];
     ORDER.iter().position(|o| *o == k).unwrap_or(ORDER.len())
 }

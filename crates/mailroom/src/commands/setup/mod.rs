@@ -155,6 +155,80 @@ pub(crate) fn is_our_server(argv: &[String]) -> bool {
     after_globals(argv).is_some_and(|rest| rest == ["mcp"])
 }
 
+/// A mailroom MCP server over HTTP (`setup --remote`): its URL, and the environment variable
+/// the harness reads the bearer token from.
+#[derive(Clone, Debug)]
+pub(crate) struct Remote {
+    pub(crate) url: String,
+    pub(crate) var: String,
+}
+
+impl Remote {
+    /// The `Authorization` header's value, the variable named as `reference` spells it in the
+    /// harness's config (each harness has its own syntax).
+    pub(crate) fn bearer(&self, reference: impl Fn(&str) -> String) -> String {
+        format!("Bearer {}", reference(&self.var))
+    }
+}
+
+/// The token variable `setup --remote` names when --token-env does not.
+const TOKEN_ENV: &str = "MAILROOM_TOKEN";
+
+/// `--remote URL [--token-env VAR]`, checked: an http(s) URL with a host and no credentials,
+/// and a variable name a shell could set. Plain HTTP to another machine is allowed (a
+/// private network, a proxy) with a warning: anyone on the path could read the token.
+fn remote(url: &str, var: Option<&str>) -> Result<Remote> {
+    let bad = |why: &str| -> anyhow::Error {
+        Error::Invalid(format!(
+            "--remote {url} {why}; give the server's address as mcp --listen printed it, such as https://mail.example.net/mcp"
+        ))
+        .into()
+    };
+    let uri: http::Uri = url.parse().map_err(|_| bad("is not a URL"))?;
+    let secure = match uri.scheme_str() {
+        Some("https") => true,
+        Some("http") => false,
+        _ => return Err(bad("is not an http:// or https:// URL")),
+    };
+    let authority = uri.authority().ok_or_else(|| bad("names no host"))?;
+    if authority.as_str().contains('@') {
+        return Err(Error::Invalid(format!(
+            "--remote {} carries credentials, which setup would write into the config; give the URL without them (the token goes in --token-env's variable)",
+            url.split_once("://").map_or("URL", |(s, _)| s).to_owned() + "://…"
+        ))
+        .into());
+    }
+    let host = authority.host();
+    if host.is_empty() {
+        return Err(bad("names no host"));
+    }
+    let var = var.unwrap_or(TOKEN_ENV);
+    if var.is_empty()
+        || var.starts_with(|c: char| c.is_ascii_digit())
+        || !var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(Error::Invalid(format!(
+            "--token-env {var} is not an environment variable's name; use letters, digits and _, such as {TOKEN_ENV}"
+        ))
+        .into());
+    }
+    let loopback = host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !secure && !loopback {
+        crate::errln!(
+            "warning: {url} is plain HTTP to another machine, so anyone on the path can read the token; serve it over HTTPS (mcp --listen with --tls-cert and --tls-key, or a TLS proxy) and use https://"
+        );
+    }
+    Ok(Remote {
+        url: url.to_owned(),
+        var: var.to_owned(),
+    })
+}
+
 /// How the configs will start mailroom.
 pub(crate) struct Invocation {
     /// The program (`mailroom`, an absolute path, or a launcher such as `uvx`).
@@ -163,6 +237,8 @@ pub(crate) struct Invocation {
     pub(crate) launcher: Vec<String>,
     /// Global flags written before the subcommand (`--as`, `--home`) when setup was given them.
     pub(crate) global: Vec<String>,
+    /// Some: the harness reaches a server over HTTP instead, and nothing starts mailroom.
+    pub(crate) remote: Option<Remote>,
 }
 
 impl Invocation {
@@ -276,6 +352,9 @@ pub(crate) enum Piece {
         command: String,
         args: Vec<String>,
         hooks: Vec<HookEntry>,
+        /// Some: the server is reached over HTTP (`url`, `bearer_token_env_var`) instead of
+        /// started with `command` and `args`.
+        remote: Option<Remote>,
     },
     /// A file that is mailroom's alone (OpenCode's plugin).
     Whole { path: PathBuf, contents: String },
@@ -389,6 +468,20 @@ pub(crate) fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<In
         )
         .into());
     }
+    if let Some(url) = &args.remote {
+        if cli.as_.is_some() || cli.home.is_some() {
+            return Err(Error::Invalid(
+                "--remote takes no --as or --home: the token names the identity, and the server its mailroom".into(),
+            )
+            .into());
+        }
+        return Ok(Invocation {
+            program: String::new(),
+            launcher: Vec::new(),
+            global: Vec::new(),
+            remote: Some(remote(url, args.token_env.as_deref())?),
+        });
+    }
     let mut launcher = Vec::new();
     let program = match (args.launcher, &args.binary) {
         (Some(l @ (LauncherArg::Uvx | LauncherArg::Npx | LauncherArg::PathLookup)), Some(b)) => {
@@ -487,6 +580,7 @@ pub(crate) fn invocation(cli: &Cli, args: &SetupArgs, scope: Scope) -> Result<In
         program,
         launcher,
         global,
+        remote: None,
     })
 }
 
@@ -652,6 +746,13 @@ pub fn setup(cli: &Cli, env: &Env, args: &SetupArgs) -> Result<()> {
     }
     for line in &text {
         crate::outln!("{line}");
+    }
+    if let Some(r) = inv.remote.as_ref().filter(|_| !args.uninstall) {
+        crate::outln!(
+            "remote: the MCP server entry reaches {} with the token from the environment variable {} (set it where the harness starts); no hooks were written (they run mailroom on this machine), so mail reaches the agent when it calls mailroom's tools",
+            r.url,
+            r.var
+        );
     }
     if args.dry_run {
         return Ok(());

@@ -6,6 +6,7 @@
 use anyhow::{Result, anyhow};
 use serde_json::Value;
 
+use super::Remote;
 use super::jsonc::{self, HookEntry};
 use super::record::{Record, Replaced};
 
@@ -26,10 +27,21 @@ fn forwards_as_setup_does(t: &dyn toml_edit::TableLike) -> bool {
     }
 }
 
+/// Whether a `[mcp_servers.mailroom]` table is as `setup --remote` writes it: `url` and
+/// `bearer_token_env_var`, nothing else.
+fn toml_remote_shaped(t: &dyn toml_edit::TableLike) -> bool {
+    t.iter()
+        .all(|(k, v)| matches!(k, "url" | "bearer_token_env_var") && v.as_str().is_some())
+        && t.contains_key("url")
+}
+
 /// Whether a `[mcp_servers.mailroom]` table is as some setup writes it, for any install of
 /// mailroom: `command` and `args` a command line setup writes (`super::is_our_server`),
-/// setup's `env_vars` or none, nothing else.
+/// setup's `env_vars` or none, nothing else; or as `setup --remote` writes it.
 fn toml_setup_shaped(t: &dyn toml_edit::TableLike) -> bool {
+    if toml_remote_shaped(t) {
+        return true;
+    }
     let argv: Option<Vec<String>> = t.get("command").and_then(|c| c.as_str()).and_then(|c| {
         let args: Option<Vec<String>> = match t.get("args") {
             None => Some(Vec::new()),
@@ -64,8 +76,8 @@ fn toml_exactly(t: &dyn toml_edit::TableLike, command: &str, args: &[String]) ->
 /// order stay.
 pub(super) fn add(
     text: Option<&str>,
-    command: &str,
-    args: &[String],
+    (command, args): (&str, &[String]),
+    remote: Option<&Remote>,
     hooks: &[HookEntry],
     known: &jsonc::Known,
     replace: bool,
@@ -102,7 +114,15 @@ pub(super) fn add(
         let same = servers
             .get("mailroom")
             .and_then(|s| s.as_table_like())
-            .is_some_and(|t| toml_exactly(t, command, args) && t.contains_key("env_vars"));
+            .is_some_and(|t| match remote {
+                Some(r) => {
+                    t.len() == 2
+                        && t.get("url").and_then(|v| v.as_str()) == Some(r.url.as_str())
+                        && t.get("bearer_token_env_var").and_then(|v| v.as_str())
+                            == Some(r.var.as_str())
+                }
+                None => toml_exactly(t, command, args) && t.contains_key("env_vars"),
+            });
         if !same && !known {
             if !shaped && !replace {
                 return Err(jsonc::Foreign(format!(
@@ -123,13 +143,36 @@ pub(super) fn add(
             }
         }
     }
-    match servers
-        .get_mut("mailroom")
-        .and_then(|s| s.as_table_like_mut())
-    {
+    match (
+        servers
+            .get_mut("mailroom")
+            .and_then(|s| s.as_table_like_mut()),
+        remote,
+    ) {
+        (Some(t), Some(r)) => {
+            // From a local entry to a remote one: setup's keys of the one go, the user's stay.
+            for k in ["command", "args", "env_vars"] {
+                t.remove(k);
+            }
+            if t.get("url").and_then(|v| v.as_str()) != Some(r.url.as_str()) {
+                t.insert("url", toml_edit::value(r.url.as_str()));
+            }
+            if t.get("bearer_token_env_var").and_then(|v| v.as_str()) != Some(r.var.as_str()) {
+                t.insert("bearer_token_env_var", toml_edit::value(r.var.as_str()));
+            }
+        }
+        (None, Some(r)) => {
+            let mut t = toml_edit::Table::new();
+            t.insert("url", toml_edit::value(r.url.as_str()));
+            t.insert("bearer_token_env_var", toml_edit::value(r.var.as_str()));
+            servers.insert("mailroom", toml_edit::Item::Table(t));
+        }
         // What the user added to setup's entry (`env`, `cwd`, a timeout...) stays; setup
         // rewrites only the keys it writes, and only when they differ.
-        Some(t) => {
+        (Some(t), None) => {
+            for k in ["url", "bearer_token_env_var"] {
+                t.remove(k);
+            }
             if t.get("command").and_then(|c| c.as_str()) != Some(command) {
                 t.insert("command", toml_edit::value(command));
             }
@@ -158,7 +201,7 @@ pub(super) fn add(
                 t.insert("env_vars", toml_edit::value(vars));
             }
         }
-        None => {
+        (None, None) => {
             let mut t = toml_edit::Table::new();
             t.insert("command", toml_edit::value(command));
             t.insert("args", toml_edit::value(a));
