@@ -1635,6 +1635,29 @@ fn remote_writes_each_harness_http_entry_and_uninstall_restores_the_bytes() {
                 .setup([harness, "--remote", URL, "--token-env", "WEB_TOKEN"])
                 .ok();
             assert!(again.stdout.contains("nothing to change"), "{harness}");
+            let wired = format!(
+                "{harness} (project): wired in over HTTP: MCP server in {} reaches {URL}, its token from WEB_TOKEN",
+                r.join(file).display()
+            );
+            let unset = m.setup([]).args(["--check", harness]).ok();
+            assert!(
+                unset
+                    .stdout
+                    .contains(&format!("{wired} (NOT SET here); no hooks\n")),
+                "{harness}: {}",
+                unset.stdout
+            );
+            let set = m
+                .setup([])
+                .args(["--check", harness])
+                .env("WEB_TOKEN", "x")
+                .ok();
+            assert!(
+                set.stdout
+                    .contains(&format!("{wired} (set here); no hooks\n")),
+                "{harness}: {}",
+                set.stdout
+            );
             if uninstall_with_remote {
                 m.setup([
                     harness,

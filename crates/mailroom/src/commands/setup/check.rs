@@ -39,6 +39,28 @@ pub(super) fn check(cli: &Cli, env: &Env, args: &SetupArgs, places: &Places) -> 
                 continue;
             }
             let pieces = plan(*h, scope, places, &inv)?;
+            // `setup --remote`'s entry: a server over HTTP, and no hooks to look for.
+            let remote = pieces.iter().find_map(|piece| {
+                let text = read_config(piece.path(), &places.roots()).ok()??;
+                remote_entry(piece, &text).map(|r| (piece.path().to_path_buf(), r))
+            });
+            if let Some((path, (url, var))) = remote {
+                any = true;
+                let token = match var {
+                    Some(v) if std::env::var_os(&v).is_some_and(|t| !t.is_empty()) => {
+                        format!("its token from {v} (set here)")
+                    }
+                    Some(v) => format!("its token from {v} (NOT SET here)"),
+                    None => "no token variable named".to_owned(),
+                };
+                lines.push(format!(
+                    "{} ({}): wired in over HTTP: MCP server in {} reaches {url}, {token}; no hooks",
+                    h.name(),
+                    scope.as_str(),
+                    path.display()
+                ));
+                continue;
+            }
             let mut parts = Vec::new();
             let mut missing = Vec::new();
             let mut server_launch = None;
@@ -245,6 +267,43 @@ fn wired(
             server && toml::wired_hooks(&doc, hooks, &|c| is_ours(c, h))
         }
         Piece::Whole { .. } => text.starts_with("// mailroom:"),
+    }
+}
+
+/// The URL and token variable of a `setup --remote` entry in `text`, the config `piece` names
+/// (`url` or Gemini CLI's `httpUrl`; the variable from the `Authorization` header, or Codex's
+/// `bearer_token_env_var`).
+fn remote_entry(piece: &Piece, text: &str) -> Option<(String, Option<String>)> {
+    match piece {
+        Piece::Json { pieces, .. } => {
+            let container = pieces.iter().find_map(|p| match p {
+                JsonPiece::Server { container, .. } => Some(*container),
+                JsonPiece::Hooks { .. } => None,
+            })?;
+            let v = super::jsonc::value_of(text)?;
+            let entry = &v[container]["mailroom"];
+            let url = entry["url"].as_str().or(entry["httpUrl"].as_str())?;
+            let var = entry["headers"]["Authorization"].as_str().and_then(|a| {
+                let name = a
+                    .strip_prefix("Bearer ${env:")
+                    .or_else(|| a.strip_prefix("Bearer ${"))
+                    .or_else(|| a.strip_prefix("Bearer {env:"))?
+                    .strip_suffix('}')?;
+                Some(name.to_owned())
+            });
+            Some((url.to_owned(), var))
+        }
+        Piece::Toml { .. } => {
+            let doc: ::toml::Table = ::toml::from_str(text).ok()?;
+            let entry = doc.get("mcp_servers")?.get("mailroom")?;
+            let url = entry.get("url")?.as_str()?.to_owned();
+            let var = entry
+                .get("bearer_token_env_var")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned);
+            Some((url, var))
+        }
+        Piece::Whole { .. } => None,
     }
 }
 
