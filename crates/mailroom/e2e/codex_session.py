@@ -158,7 +158,7 @@ def trust_hooks(repo, env, config):
         p.wait()
     # setup writes the absolute path of the mailroom that ran it.
     ours = [h for h in hooks if h.get("command", "").split(" hook codex ")[0].endswith("/mailroom")]
-    check("hooks/list shows setup's four hooks", len(ours) == 4, hooks)
+    check("hooks/list shows setup's five hooks (four for mail, one before an edit)", len(ours) == 5, hooks)
     with open(config, "a") as f:
         for h in ours:
             f.write(f'\n[hooks.state.{json.dumps(h["key"])}]\ntrusted_hash = {json.dumps(h["currentHash"])}\n')
