@@ -50,6 +50,15 @@ pub trait Reservations {
     /// The project's leases, expired ones included, in any order.
     fn leases(&self, project: &Name) -> Result<Vec<Lease>>;
 
+    /// The project's leases whose pattern `want` accepts, expired ones included, in any order.
+    /// A store may answer without decoding the others; by default, [`Reservations::leases`]
+    /// filtered.
+    fn leases_where(&self, project: &Name, want: &dyn Fn(&str) -> bool) -> Result<Vec<Lease>> {
+        let mut all = self.leases(project)?;
+        all.retain(|l| want(&l.pattern));
+        Ok(all)
+    }
+
     /// Reads the project's leases and applies the change `decide` returns from them, as one
     /// step against every other `change_leases` of the same project (a lock or a transaction):
     /// two callers never both decide from the same leases. An error from `decide` changes
@@ -154,6 +163,30 @@ impl PatternSet {
         hits.dedup();
         hits
     }
+}
+
+/// Whether `pattern` (normalized) could cover `path` judged by its leading literal components
+/// alone: `false` only when it certainly cannot. Every path a pattern matches starts with the
+/// pattern's leading components that hold no glob character (`*`, `?`, `[`, or `\\`, which
+/// escapes one), each matched by itself only; so does every path below such a match. A path
+/// shorter than that literal part, or differing in one of its components, is covered by
+/// neither. This lets a check against many leases compile only the few globs that may matter.
+pub fn may_cover(pattern: &str, path: &str) -> bool {
+    // The literal part: the components before the first one holding a glob character (all of
+    // them when there is none). Bytes, not chars: every glob character is ASCII.
+    let b = pattern.as_bytes();
+    let literal = match b
+        .iter()
+        .position(|c| matches!(c, b'*' | b'?' | b'[' | b'\\'))
+    {
+        None => b,
+        Some(i) => match b[..i].iter().rposition(|&c| c == b'/') {
+            Some(slash) => &b[..slash],
+            None => return true,
+        },
+    };
+    let path = path.as_bytes();
+    path.starts_with(literal) && matches!(path.get(literal.len()), None | Some(b'/'))
 }
 
 /// Two leases conflict when different holders hold them, at least one is exclusive, and their
@@ -395,8 +428,37 @@ mod tests {
         all
     }
 
+    #[test]
+    fn the_literal_part_rules_out_only_what_cannot_be_covered() {
+        assert!(may_cover("src/api/**", "src/api/users.rs"));
+        assert!(may_cover("src/api", "src/api"));
+        assert!(!may_cover("src/api/**", "src/web/x.rs"));
+        assert!(!may_cover("src/api/x.rs", "src/api"));
+        assert!(!may_cover("src/api", "src/apis/x"));
+        assert!(may_cover("src/*/x", "src/anything"));
+        assert!(may_cover("a\\*b", "a*b"));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// `may_cover` never rules out a path the pattern covers, over literal as well as
+        /// glob patterns and every path of the generated tree.
+        #[test]
+        fn may_cover_never_misses_a_covered_path(
+            a in pattern(),
+            lit in proptest::collection::vec(prop_oneof![Just("a"), Just("b"), Just("ab")], 1..=3),
+        ) {
+            for p in [a, lit.join("/")] {
+                let Ok(g) = glob(&p) else { continue };
+                let m = g.compile_matcher();
+                for path in tree() {
+                    if covered_by(&m, &path) {
+                        prop_assert!(may_cover(&p, &path), "{} covers {} but may_cover says no", p, path);
+                    }
+                }
+            }
+        }
 
         /// Never misses an overlap a generated tree shows, and (without classes, which it
         /// over-approximates) never claims one the tree cannot show: two patterns of two

@@ -222,12 +222,12 @@ pub fn save(bx: &Dir, bytes: &[u8]) {
     }
 }
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u32).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
 }
 
-fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
+pub(crate) fn put_opt_str(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         None => out.push(0),
         Some(s) => {

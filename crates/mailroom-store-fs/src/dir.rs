@@ -37,6 +37,13 @@ pub struct DirLock {
     _fd: Option<OwnedFd>,
 }
 
+impl DirLock {
+    /// Whether the lock is held: `false` where the file system cannot lock a directory.
+    pub fn held(&self) -> bool {
+        self._fd.is_some()
+    }
+}
+
 /// What `Dir::entry` found.
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {

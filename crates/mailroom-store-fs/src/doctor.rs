@@ -648,7 +648,10 @@ fn in_layout(path: &[&str], is_dir: bool) -> bool {
         [PROJECTS, _, CHANNELS, _, rest @ ..] => in_channel(rest, is_dir),
         [PROJECTS, _, rest @ ..] => in_scope(rest, is_dir),
         [crate::leases::LEASES] | [crate::leases::LEASES, _] => is_dir,
-        [crate::leases::LEASES, _, lease] => file && lease.ends_with(crate::leases::LEASE_SUFFIX),
+        [crate::leases::LEASES, _, lease] => {
+            file && (lease.ends_with(crate::leases::LEASE_SUFFIX)
+                || *lease == crate::leases::LEASE_CACHE)
+        }
         _ => false,
     }
 }

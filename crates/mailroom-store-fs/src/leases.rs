@@ -3,11 +3,21 @@
 //! project directory's `flock` from its read to its last write, so two reservations never
 //! decide from the same leases; where the file system cannot lock a directory, the link that
 //! never replaces still lets only one writer publish a given lease.
+//!
+//! Beside the leases, `leases.cache` holds them all decoded, so that the check before every
+//! edit reads one file, not one per lease. The cache is kept true by the lock: a change removes
+//! it before touching a lease file and writes it anew after its last one, and a reader that
+//! finds none reads the lease files and writes it while holding the lock. So a cache present is
+//! the leases as they are; a change stopped midway (a crash) leaves none, and the next reader
+//! rebuilds it. Where the file system cannot lock a directory no cache is written, and every
+//! read lists the files. The cache is never fsynced: a lost one is rebuilt.
 
 use jiff::Timestamp;
 use mailroom_core::lease::{Lease, LeaseChange, Reservations};
 use mailroom_core::{Address, MessageId, Name, Result};
 
+use crate::bytes::Reader;
+use crate::cache::{put_opt_str, put_str};
 use crate::dir::{Dir, Durability, Limit};
 use crate::error::FsError;
 use crate::{FsStore, TMP};
@@ -42,7 +52,8 @@ impl FsStore {
     }
 }
 
-fn read_all(dir: &Dir) -> Result<Vec<Lease>, FsError> {
+/// The project's leases, read from their files.
+fn read_files(dir: &Dir) -> Result<Vec<Lease>, FsError> {
     let mut out = Vec::new();
     for name in dir.list()? {
         let Some(stem) = name.strip_suffix(LEASE_SUFFIX) else {
@@ -58,6 +69,82 @@ fn read_all(dir: &Dir) -> Result<Vec<Lease>, FsError> {
         }
     }
     Ok(out)
+}
+
+/// The cache file's name in a project's lease directory (no `.lease` suffix: never a lease).
+pub(crate) const LEASE_CACHE: &str = "leases.cache";
+
+/// The first bytes of a lease cache; bumped whenever the record layout changes.
+const CACHE_MAGIC: &[u8; 8] = b"MRLEASE1";
+
+/// The largest lease cache read: far above what 10,000 leases take.
+const CACHE_LIMIT: Limit = Limit {
+    bytes: 16 * 1024 * 1024,
+    what: "the lease cache",
+};
+
+/// The leases of the cache whose pattern `want` accepts, only those decoded; `None` when there
+/// is no cache, or it is damaged (then the files are read).
+fn from_cache(dir: &Dir, want: &dyn Fn(&str) -> bool) -> Option<Vec<Lease>> {
+    let bytes = dir.read(LEASE_CACHE, CACHE_LIMIT).ok()??;
+    let mut r = Reader {
+        buf: &bytes,
+        pos: 0,
+    };
+    if r.take(CACHE_MAGIC.len())? != CACHE_MAGIC {
+        return None;
+    }
+    let n = r.u32()?;
+    let mut out = Vec::new();
+    for _ in 0..n {
+        // Each record: its length, the pattern (what `want` reads), then the other fields.
+        let len = r.u32()? as usize;
+        let end = r.pos.checked_add(len)?;
+        let pattern = r.str()?;
+        if want(pattern) {
+            let pattern = pattern.to_owned();
+            out.push(Lease {
+                id: MessageId::from_bits(r.u128()?),
+                holder: Address::parse_canonical(r.str()?).ok()?,
+                pattern,
+                exclusive: r.u8()? != 0,
+                reason: r.opt_str()?.map(str::to_owned),
+                since: Timestamp::from_nanosecond(r.i128()?).ok()?,
+                until: Timestamp::from_nanosecond(r.i128()?).ok()?,
+            });
+        }
+        if end > bytes.len() {
+            return None;
+        }
+        r.pos = end;
+    }
+    (r.pos == bytes.len()).then_some(out)
+}
+
+/// Replaces the cache with `leases`, best effort: a cache that cannot be written only costs
+/// speed. Only ever called with the project's lock held (see the module's note).
+fn save_cache(dir: &Dir, tmp: &Dir, leases: &[Lease]) {
+    let mut out = Vec::with_capacity(16 + leases.len() * 160);
+    out.extend_from_slice(CACHE_MAGIC);
+    out.extend_from_slice(&(leases.len() as u32).to_le_bytes());
+    let mut record = Vec::new();
+    for l in leases {
+        record.clear();
+        put_str(&mut record, &l.pattern);
+        record.extend_from_slice(&l.id.to_bits().to_le_bytes());
+        put_str(&mut record, &l.holder.to_string());
+        record.push(u8::from(l.exclusive));
+        put_opt_str(&mut record, l.reason.as_deref());
+        record.extend_from_slice(&l.since.as_nanosecond().to_le_bytes());
+        record.extend_from_slice(&l.until.as_nanosecond().to_le_bytes());
+        out.extend_from_slice(&(record.len() as u32).to_le_bytes());
+        out.extend_from_slice(&record);
+    }
+    if let Ok(t) = tmp.write_temp(&out, Durability::Lazy)
+        && tmp.rename(&t, dir, LEASE_CACHE).is_err()
+    {
+        let _ = tmp.remove(&t);
+    }
 }
 
 fn file_name(id: MessageId) -> String {
@@ -100,10 +187,27 @@ pub(crate) fn decode(stem: &str, bytes: &[u8]) -> Option<Lease> {
 
 impl Reservations for FsStore {
     fn leases(&self, project: &Name) -> Result<Vec<Lease>> {
-        match self.open_leases(project)? {
-            Some(dir) => Ok(read_all(&dir)?),
-            None => Ok(Vec::new()),
+        self.leases_where(project, &|_| true)
+    }
+
+    fn leases_where(&self, project: &Name, want: &dyn Fn(&str) -> bool) -> Result<Vec<Lease>> {
+        let Some(dir) = self.open_leases(project)? else {
+            return Ok(Vec::new());
+        };
+        if let Some(found) = from_cache(&dir, want) {
+            return Ok(found);
         }
+        // No cache: the files, read under the lock so that the cache written from them is the
+        // leases as they are.
+        let lock = dir.lock()?;
+        let mut all = read_files(&dir)?;
+        if lock.held()
+            && let Some(tmp) = self.root()?.and_then(|r| r.open(TMP).ok().flatten())
+        {
+            save_cache(&dir, &tmp, &all);
+        }
+        all.retain(|l| want(&l.pattern));
+        Ok(all)
     }
 
     fn change_leases(
@@ -112,9 +216,18 @@ impl Reservations for FsStore {
         decide: &mut dyn FnMut(&[Lease]) -> Result<LeaseChange>,
     ) -> Result<()> {
         let (tmp, dir) = self.create_leases(project)?;
-        let _lock = dir.lock()?;
-        let leases = read_all(&dir)?;
+        let lock = dir.lock()?;
+        // Under the lock a cache present is the leases as they are.
+        let leases = match lock.held().then(|| from_cache(&dir, &|_| true)).flatten() {
+            Some(cached) => cached,
+            None => read_files(&dir)?,
+        };
         let change = decide(&leases)?;
+        if change.remove.is_empty() && change.add.is_empty() {
+            return Ok(());
+        }
+        // The cache goes first: a change stopped midway leaves none to be trusted.
+        dir.remove_rebuildable(LEASE_CACHE)?;
         for id in &change.remove {
             dir.remove(&file_name(*id))?;
         }
@@ -128,6 +241,16 @@ impl Reservations for FsStore {
             }
         }
         dir.sync()?;
+        if lock.held() {
+            let mut now: Vec<Lease> = leases
+                .into_iter()
+                .filter(|l| {
+                    !change.remove.contains(&l.id) && !change.add.iter().any(|a| a.id == l.id)
+                })
+                .collect();
+            now.extend(change.add);
+            save_cache(&dir, &tmp, &now);
+        }
         Ok(())
     }
 }
@@ -135,6 +258,80 @@ impl Reservations for FsStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn lease(holder: &str, pattern: &str) -> Lease {
+        Lease {
+            id: MessageId::generate(),
+            holder: Address::parse_canonical(holder).unwrap(),
+            pattern: pattern.to_owned(),
+            exclusive: true,
+            reason: Some("why".to_owned()),
+            since: Timestamp::from_nanosecond(1_700_000_000_123_456_789).unwrap(),
+            until: Timestamp::from_second(1_700_007_200).unwrap(),
+        }
+    }
+
+    fn sorted(mut v: Vec<Lease>) -> Vec<Lease> {
+        v.sort_by_key(|l| l.id);
+        v
+    }
+
+    #[test]
+    fn the_cache_is_the_leases_and_a_damaged_or_missing_one_is_rebuilt() {
+        let home = tempfile::tempdir().unwrap();
+        let store = FsStore::new(home.path());
+        let project = Name::parse("shop").unwrap();
+        let (a, b) = (lease("a@shop", "src/a/**"), lease("b@shop", "src/b"));
+        let add = |l: Lease| LeaseChange {
+            remove: vec![],
+            add: vec![l],
+        };
+        store
+            .change_leases(&project, &mut |_| Ok(add(a.clone())))
+            .unwrap();
+        store
+            .change_leases(&project, &mut |_| Ok(add(b.clone())))
+            .unwrap();
+        let both = sorted(vec![a.clone(), b.clone()]);
+        let cache = home.path().join("leases/shop").join(LEASE_CACHE);
+        assert!(cache.exists(), "a change writes the cache");
+        assert_eq!(sorted(store.leases(&project).unwrap()), both);
+        // Only the accepted patterns come back.
+        let only_b = store.leases_where(&project, &|p| p == "src/b").unwrap();
+        assert_eq!(only_b, vec![b.clone()]);
+        // Damaged (cut short, then garbage): the files are read and the cache written anew.
+        let bytes = std::fs::read(&cache).unwrap();
+        for bad in [bytes[..bytes.len() - 3].to_vec(), b"garbage".to_vec()] {
+            std::fs::write(&cache, &bad).unwrap();
+            assert_eq!(sorted(store.leases(&project).unwrap()), both);
+            assert_eq!(std::fs::read(&cache).unwrap().len(), bytes.len());
+        }
+        // A change stopped midway leaves no cache (it goes first): the files are read.
+        std::fs::remove_file(&cache).unwrap();
+        let c = lease("c@shop", "docs");
+        let name = file_name(c.id);
+        std::fs::write(home.path().join("leases/shop").join(&name), encode(&c)).unwrap();
+        let all = sorted(vec![a.clone(), b.clone(), c.clone()]);
+        assert_eq!(sorted(store.leases(&project).unwrap()), all);
+        assert!(cache.exists(), "a reader rebuilds the cache");
+        // A release and a renewal keep it true.
+        let mut b2 = b.clone();
+        b2.until = Timestamp::from_second(1_700_009_000).unwrap();
+        store
+            .change_leases(&project, &mut |_| {
+                Ok(LeaseChange {
+                    remove: vec![a.id],
+                    add: vec![b2.clone()],
+                })
+            })
+            .unwrap();
+        let want = sorted(vec![b2.clone(), c.clone()]);
+        assert_eq!(sorted(store.leases(&project).unwrap()), want);
+        assert_eq!(
+            sorted(read_files(&store.open_leases(&project).unwrap().unwrap()).unwrap()),
+            want
+        );
+    }
 
     #[test]
     fn a_lease_file_reads_back_as_written() {
