@@ -1,10 +1,10 @@
-//! The command lines mailroom runs most (a send, an inbox, a hook after every tool call), read
-//! without building the whole argument parser.
+//! The command lines mailroom runs most (a send, an inbox, a hook after every tool call, a
+//! check before an edit), read without building the whole argument parser.
 //!
 //! Building clap's parser for every subcommand and flag is about half of a short command's
-//! instructions. `parse` reads only the plain shapes of `send`, `inbox` and `hook`: long flags
-//! it knows, each given once, values that neither are empty nor start with `-`, everything
-//! UTF-8. Anything else (help, a short flag, `--flag=value`, a value starting with `-`, a
+//! instructions. `parse` reads only the plain shapes of `send`, `inbox`, `hook` and `check`:
+//! long flags it knows, each given once, values that neither are empty nor start with `-`,
+//! everything UTF-8. Anything else (help, a short flag, `--flag=value`, a value starting with `-`, a
 //! repeated flag, an unknown word, a typo) gives `None`, and the full parser reads the command
 //! line as it always did, with its own errors and suggestions. A test checks that every command
 //! line this accepts parses to the same `Cli` through clap. `--version` alone is answered
@@ -14,8 +14,8 @@ use std::ffi::OsString;
 
 use crate::cli::{Cli, Command, Content, SendArgs};
 
-/// The `Cli` of a plain `send`, `inbox` or `hook` command line (`args` without the program
-/// name), or `None` for the full parser to read.
+/// The `Cli` of a plain `send`, `inbox`, `hook` or `check` command line (`args` without the
+/// program name), or `None` for the full parser to read.
 pub fn parse(args: &[OsString]) -> Option<Cli> {
     let mut words = Vec::with_capacity(args.len());
     for a in args {
@@ -38,6 +38,7 @@ pub fn parse(args: &[OsString]) -> Option<Cli> {
         "send" => send(&mut globals, &mut it)?,
         "inbox" => inbox(&mut globals, &mut it)?,
         "hook" => hook(&mut globals, &mut it)?,
+        "check" => check_paths(&mut globals, &mut it)?,
         _ => return None,
     };
     Some(Cli {
@@ -171,6 +172,23 @@ fn hook<'a>(g: &mut Globals, it: &mut impl Iterator<Item = &'a str>) -> Option<C
     })
 }
 
+/// `check PATH…`: run before edits by scripts and agents, so read here too (not `--staged`).
+fn check_paths<'a>(g: &mut Globals, it: &mut impl Iterator<Item = &'a str>) -> Option<Command> {
+    let mut paths = Vec::new();
+    while let Some(w) = it.next() {
+        if !g.take(w, it)? {
+            paths.push(w.to_owned());
+        }
+    }
+    if paths.is_empty() {
+        return None; // clap says what is missing
+    }
+    Some(Command::Check {
+        paths,
+        staged: false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser as _;
@@ -202,6 +220,8 @@ mod tests {
         "send",
         "inbox",
         "hook",
+        "check",
+        "--staged",
         "read",
         "--to",
         "--message",
@@ -303,6 +323,7 @@ mod tests {
             &["inbox", "--limit", "03", "--home", "/tmp/h"],
             &["--as", "b", "hook", "claude", "PostToolUse"],
             &["hook", "--as", "b", "claude", "--json", "SessionStart"],
+            &["--as", "b", "check", "src/a.rs", "x y", "--json"],
         ] {
             let args: Vec<OsString> = words.iter().map(OsString::from).collect();
             assert!(parse(&args).is_some(), "declined {words:?}");
@@ -324,6 +345,9 @@ mod tests {
             &["inbox", "--help"],
             &["hook", "claude"],
             &["hook", "claude", "PostToolUse", "extra"],
+            &["check"],
+            &["check", "--staged"],
+            &["check", "a", "-x"],
             &["--as", "", "inbox"],
             &["read", "x"],
             &[],
@@ -353,7 +377,10 @@ mod tests {
             // Mostly start from a subcommand, so that many lines get past the first word.
             if next() % 2 == 0 {
                 let at = (next() % (words.len() as u64 + 1)) as usize;
-                words.insert(at, ["send", "inbox", "hook"][(next() % 3) as usize]);
+                words.insert(
+                    at,
+                    ["send", "inbox", "hook", "check"][(next() % 4) as usize],
+                );
             }
             let args: Vec<OsString> = words.iter().map(OsString::from).collect();
             if parse(&args).is_some() {
