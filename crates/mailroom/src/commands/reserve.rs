@@ -400,13 +400,42 @@ fn notice(blocked: &[mailroom_core::ops::Blocked], end: Ending) -> String {
 
 /// `t` as the reader's clock shows it: `14:20 CET` today, with the date on another day.
 pub(crate) fn local_time(t: jiff::Timestamp, now: jiff::Timestamp) -> String {
-    let tz = jiff::tz::TimeZone::system();
+    let tz = local_zone();
     let (at, today) = (t.to_zoned(tz.clone()), now.to_zoned(tz));
     if at.date() == today.date() {
         at.strftime("%H:%M %Z").to_string()
     } else {
         at.strftime("%Y-%m-%d %H:%M %Z").to_string()
     }
+}
+
+/// The reader's time zone, from its rules file alone: `$TZ` (a zone name under
+/// /usr/share/zoneinfo, or a path after `:`), else /etc/localtime; UTC when neither reads.
+/// Not `jiff`'s `TimeZone::system()`: to name the zone it indexes the whole zoneinfo tree
+/// first (3M instructions and hundreds of system calls), and this runs in the hook before an
+/// edit, where only the rules matter.
+fn local_zone() -> jiff::tz::TimeZone {
+    use jiff::tz::TimeZone;
+    let path = match std::env::var("TZ") {
+        Ok(tz) if tz.is_empty() || tz == "UTC" || tz == "UTC0" => return TimeZone::UTC,
+        Ok(tz) => {
+            let tz = tz.strip_prefix(':').unwrap_or(&tz).to_owned();
+            if tz.starts_with('/') {
+                PathBuf::from(tz)
+            } else {
+                PathBuf::from("/usr/share/zoneinfo").join(tz)
+            }
+        }
+        Err(_) => PathBuf::from("/etc/localtime"),
+    };
+    // A regular file of a sane size only: never a FIFO, never a huge read.
+    let rules = std::fs::metadata(&path)
+        .ok()
+        .filter(|m| m.is_file() && m.len() <= 1 << 20)
+        .and_then(|_| std::fs::read(&path).ok());
+    rules
+        .and_then(|bytes| TimeZone::tzif("local", &bytes).ok())
+        .unwrap_or(TimeZone::UTC)
 }
 
 #[cfg(test)]

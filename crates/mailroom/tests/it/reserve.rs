@@ -263,6 +263,17 @@ fn the_pre_edit_hook_tells_the_model_of_anothers_lease_and_is_silent_otherwise(h
         assert!(text.contains(needle), "{needle}: {text}");
     }
     assert!(v["hookSpecificOutput"].get("permissionDecision").is_none());
+    // The end shows in the reader's zone: TZ names it, a zone that does not read is UTC.
+    for (tz, zone) in [("Asia/Tokyo", " JST"), ("UTC", " UTC"), ("No/Such_Zone", " UTC")] {
+        let input = edit("Edit", "src/api/users.rs");
+        let run = home
+            .as_("db@shop", ["hook", "claude", "PreToolUse"])
+            .env("TZ", tz)
+            .stdin(input)
+            .run();
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(run.stdout.contains(zone), "{tz}: {}", run.stdout);
+    }
     let notebook =
         r#"{"tool_name":"NotebookEdit","tool_input":{"notebook_path":"src/api/n.ipynb"}}"#;
     let v: Value =
