@@ -234,7 +234,12 @@ impl Reservations for FsStore {
         for l in &change.add {
             let name = file_name(l.id);
             let t = tmp.write_temp(encode(l).as_bytes(), Durability::Durable)?;
-            if !tmp.publish_new(&t, &dir, &name)? {
+            // A renewal replaces its own file at once; a new lease is linked in without
+            // replacing, so that where there is no lock only one writer publishes it.
+            let held = leases.iter().any(|h| h.id == l.id) && !change.remove.contains(&l.id);
+            if held {
+                tmp.rename(&t, &dir, &name)?;
+            } else if !tmp.publish_new(&t, &dir, &name)? {
                 // Held already and not removed above: the change replaces it.
                 let t = tmp.write_temp(encode(l).as_bytes(), Durability::Durable)?;
                 tmp.rename(&t, &dir, &name)?;
