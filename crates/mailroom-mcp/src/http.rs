@@ -376,11 +376,14 @@ fn unauthorized(text: &str) -> Response<Body> {
 }
 
 /// Serves MCP on `listener` until `shutdown` completes, over TLS when `tls` is given.
+/// `also` names more `Host` values (lower case, without the port) the server answers to: the
+/// names and addresses clients reach an exposed server by.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     authenticate: Arc<Authenticate>,
     server_for: Arc<ServerFor>,
     tls: Option<Tls>,
+    also: &[String],
     limits: Limits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
@@ -389,6 +392,7 @@ pub async fn serve(
     if let Some(tls) = &tls {
         hosts.extend(tls.names.iter().map(|n| format!("{n}:{}", bound.port())));
     }
+    hosts.extend(also.iter().map(|n| format!("{n}:{}", bound.port())));
     let front = Arc::new(Front {
         authenticate,
         server_for,
@@ -517,6 +521,7 @@ pub fn run(
     authenticate: Arc<Authenticate>,
     server_for: Arc<ServerFor>,
     tls: Option<Tls>,
+    also: Vec<String>,
     ready: impl FnOnce(SocketAddr),
 ) -> std::io::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -533,6 +538,7 @@ pub fn run(
             authenticate,
             server_for,
             tls,
+            &also,
             Limits::default(),
             stop_signal(),
         )

@@ -277,6 +277,11 @@ pub struct ListenArgs {
     /// anyone on the path can read the tokens.
     #[arg(long, requires = "listen", conflicts_with = "tls_cert")]
     pub insecure_http: bool,
+    /// With --listen: also answer requests whose `Host` is NAME (a DNS name or an IP address
+    /// clients reach this server by, without the port); repeat for more. The bound address,
+    /// `localhost` on loopback and the certificate's DNS names are always answered.
+    #[arg(long, value_name = "NAME", requires = "listen")]
+    pub allow_host: Vec<String>,
 }
 
 #[derive(Debug, Args)]

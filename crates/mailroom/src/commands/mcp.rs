@@ -81,6 +81,11 @@ pub fn mcp_http(
             .into());
         }
     }
+    let also = how
+        .allow_host
+        .iter()
+        .map(|h| allowed_host(h))
+        .collect::<Result<Vec<String>>>()?;
     // The files are read before anything is served: a bad one stops the server at once.
     let tls = match (&how.tls_cert, &how.tls_key) {
         (Some(cert), Some(key)) => Some(
@@ -120,7 +125,7 @@ pub fn mcp_http(
         .with_waits(waits.clone())
     });
     let home = ctx.store.describe();
-    mailroom_mcp::http::run(listen, authenticate, server_for, tls, |bound| {
+    mailroom_mcp::http::run(listen, authenticate, server_for, tls, also, |bound| {
         {
             // The address is for whoever reads stdout; when nobody does, the server still serves.
             use std::io::Write as _;
@@ -138,4 +143,30 @@ pub fn mcp_http(
         }
     })
     .map_err(|e| anyhow::anyhow!("cannot serve MCP on {listen}: {e}"))
+}
+
+/// An `--allow-host` name as `Host` headers carry it, lower case: a DNS name, an IPv4 address
+/// or a bracketed IPv6 address, without a port, scheme or path.
+fn allowed_host(raw: &str) -> Result<String> {
+    let name = raw.trim().to_ascii_lowercase();
+    let bare = name.trim_start_matches('[').trim_end_matches(']');
+    let ok = if bare.parse::<std::net::Ipv6Addr>().is_ok() {
+        name.starts_with('[') && name.ends_with(']')
+    } else {
+        !name.is_empty()
+            && name.len() <= 253
+            && name.split('.').all(|l| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            })
+    };
+    if ok {
+        Ok(name)
+    } else {
+        Err(Error::Invalid(format!(
+            "--allow-host '{raw}' is not a host name or address: give it as clients write it in the URL, without a port, e.g. mail.example.internal, 192.0.2.7 or [2001:db8::7]"
+        ))
+        .into())
+    }
 }

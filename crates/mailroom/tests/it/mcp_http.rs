@@ -862,3 +862,59 @@ fn slow_clients_are_cut_off_while_another_is_served() {
         "{body}"
     );
 }
+
+/// `--allow-host` adds the names clients reach an exposed server by: a request naming one gets
+/// past the Host check (to the token's), any other name is still refused, and a name that is
+/// not one is refused before anything listens.
+#[test]
+fn allow_host_adds_the_names_clients_reach_the_server_by() {
+    let home = Home::new();
+    let bob = token(&home, "bob@web", "bob");
+    let served = Served::start(
+        &home,
+        &[
+            "--allow-host",
+            "Mail.Example.internal",
+            "--allow-host",
+            "[::1]",
+        ],
+    );
+    let addr = served.addr.as_str();
+    let port = served.port();
+    let auth = format!("Bearer {bob}");
+    let init = initialize("2025-06-18");
+    for host in [
+        format!("mail.example.internal:{port}"),
+        format!("[::1]:{port}"),
+    ] {
+        let (status, answer) = post(addr, &[("authorization", &auth), ("host", &host)], &init);
+        assert_eq!(status, 200, "{host}: {answer}");
+        let origin = format!("http://{host}");
+        let (status, answer) = post(
+            addr,
+            &[
+                ("authorization", &auth),
+                ("host", &host),
+                ("origin", &origin),
+            ],
+            &init,
+        );
+        assert_eq!(status, 200, "{origin}: {answer}");
+    }
+    let other = format!("other.example.internal:{port}");
+    let (status, _) = post(addr, &[("authorization", &auth), ("host", &other)], &init);
+    assert_eq!(status, 403);
+
+    for bad in ["mail.example.internal:80", "http://mail", "", "a/b", "::1"] {
+        let run = home
+            .cmd(["mcp", "--listen", "127.0.0.1:0", "--allow-host", bad])
+            .fails(2);
+        assert!(
+            run.stderr
+                .starts_with(&format!("error: --allow-host '{bad}' is not a host name")),
+            "{bad}: {}",
+            run.stderr
+        );
+        assert_eq!(run.stdout, "");
+    }
+}

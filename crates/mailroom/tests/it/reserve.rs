@@ -264,7 +264,11 @@ fn the_pre_edit_hook_tells_the_model_of_anothers_lease_and_is_silent_otherwise(h
     }
     assert!(v["hookSpecificOutput"].get("permissionDecision").is_none());
     // The end shows in the reader's zone: TZ names it, a zone that does not read is UTC.
-    for (tz, zone) in [("Asia/Tokyo", " JST"), ("UTC", " UTC"), ("No/Such_Zone", " UTC")] {
+    for (tz, zone) in [
+        ("Asia/Tokyo", " JST"),
+        ("UTC", " UTC"),
+        ("No/Such_Zone", " UTC"),
+    ] {
         let input = edit("Edit", "src/api/users.rs");
         let run = home
             .as_("db@shop", ["hook", "claude", "PreToolUse"])
