@@ -182,8 +182,10 @@ async def refused(mode, what, token):
             await asyncio.wait_for(s.initialize(), 30)
         except (MCPError, asyncio.TimeoutError) as e:
             error = e
-    # The SDK reports any 4xx without a JSON-RPC body as a generic error: the status is checked raw.
+    # The refusal's body is a JSON-RPC error, so the SDK shows its reason (a plain-text body
+    # would be a generic "Server returned an error response").
     check(f"{what}: the SDK's initialize fails", isinstance(error, MCPError), repr(error))
+    check(f"{what}: the SDK's error says why", "token" in str(error), repr(error))
     status, headers = mode.raw(token)
     check(f"{what}: 401 with WWW-Authenticate: Bearer", status == 401 and
           (headers.get("WWW-Authenticate") or "").lower().startswith("bearer"), (status, dict(headers)))

@@ -356,12 +356,22 @@ impl Front {
     }
 }
 
+/// A refusal before rmcp sees the request: `status`, and as the body a JSON-RPC error (id
+/// null) whose message is `text`, so that a client which shows only JSON-RPC errors (the
+/// Python SDK) still shows why, and one that shows the body (the TypeScript SDK) shows it too.
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
-    let mut r = Response::new(Full::new(Bytes::from(text.to_owned())).boxed());
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": -32000, "message": text.trim_end() },
+    });
+    let mut bytes = body.to_string().into_bytes();
+    bytes.push(b'\n');
+    let mut r = Response::new(Full::new(Bytes::from(bytes)).boxed());
     *r.status_mut() = status;
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+        header::HeaderValue::from_static("application/json"),
     );
     r
 }

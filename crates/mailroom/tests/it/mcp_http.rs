@@ -433,9 +433,10 @@ fn a_token_with_16_requests_in_progress_is_answered_429_while_others_are_served(
     });
     assert_eq!(a.status, 429, "{a:?}");
     assert_eq!(a.header("retry-after"), Some("1"), "{a:?}");
+    // The reason as a JSON-RPC error, which every client shows.
     assert_eq!(
-        a.body,
-        "this token already has 16 requests in progress; retry when one has returned\n"
+        a.json()["error"]["message"],
+        "this token already has 16 requests in progress; retry when one has returned"
     );
     let a = request(&served.addr, "POST", &[("authorization", &alice)], &init);
     assert_eq!(a.status, 200, "{a:?}");
@@ -858,7 +859,7 @@ fn slow_clients_are_cut_off_while_another_is_served() {
     let body = slow_body.join().unwrap();
     assert!(body.starts_with("HTTP/1.1 408"), "{body}");
     assert!(
-        body.ends_with("the request body did not arrive in time\n"),
+        body.ends_with("\"message\":\"the request body did not arrive in time\"},\"id\":null,\"jsonrpc\":\"2.0\"}\n"),
         "{body}"
     );
 }
