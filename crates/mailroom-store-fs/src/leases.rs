@@ -234,8 +234,9 @@ impl Reservations for FsStore {
         for l in &change.add {
             let name = file_name(l.id);
             let t = tmp.write_temp(encode(l).as_bytes(), Durability::Durable)?;
-            // A renewal replaces its own file at once; a new lease is linked in without
-            // replacing, so that where there is no lock only one writer publishes it.
+            // A lease held already and not removed above is replaced at once; a new one is
+            // linked in without replacing, so that where there is no lock only one writer
+            // publishes it. (A renewal removes its lease above, then links it anew.)
             let held = leases.iter().any(|h| h.id == l.id) && !change.remove.contains(&l.id);
             if held {
                 tmp.rename(&t, &dir, &name)?;
