@@ -117,6 +117,13 @@ impl Mailroom<'_> {
         let until = now
             .checked_add(jiff::SignedDuration::from_secs(ttl))
             .map_err(|_| Error::Invalid("the lease would end past the clock's range".to_owned()))?;
+        // The holder must be allowed to write in the project, as for a send: an active member,
+        // or joinable in an open (or new) project, which takes it in once the lease is taken,
+        // so that the project and its leases show in `projects` and the console.
+        let plan = {
+            let reads = super::reads::Reads::default();
+            self.plan_sender(&reads, holder)?
+        };
         let (first_id, _) = self.stamp();
         let mut taken = Vec::new();
         self.store().change_leases(project, &mut |leases| {
@@ -158,6 +165,9 @@ impl Mailroom<'_> {
                 .extend(leases.iter().filter(|l| !l.active_at(now)).map(|l| l.id));
             Ok(change)
         })?;
+        // The join only makes the project and its leases listed: where the store refuses it
+        // (a strict-mode role may not add members; the operator does), the lease stands.
+        let _ = self.apply_plan(&plan, now, &mut Vec::new());
         Ok(taken)
     }
 

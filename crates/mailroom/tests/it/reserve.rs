@@ -527,7 +527,31 @@ fn enforcing_comes_from_the_repository_config_or_the_environment() {
     );
 }
 
+/// A reservation asks what a send asks: in an open (or new) project the holder joins, so the
+/// project and its leases show in `projects` and the console; off a roster project's roster it
+/// is refused and nothing is taken.
+fn reserving_joins_an_open_project_and_a_roster_project_refuses_strangers(home: &Home) {
+    home.as_("web@shop", ["reserve", "src/api/**"]).ok();
+    let projects = home.as_("HUMAN", ["--json", "projects"]).json();
+    assert!(projects.to_string().contains("\"shop\""), "{projects}");
+    let roster = home
+        .as_("HUMAN", ["--json", "roster", "--project", "shop"])
+        .json();
+    assert!(roster.to_string().contains("\"web\""), "{roster}");
+
+    home.as_("HUMAN", ["projects", "add", "mill", "--policy", "roster"])
+        .ok();
+    let run = home.as_("db@mill", ["reserve", "src/**"]).fails(4);
+    assert!(
+        run.stderr.contains("not on the roster of project 'mill'"),
+        "{}",
+        run.stderr
+    );
+    assert!(leases(home, "db@mill").is_empty(), "nothing was taken");
+}
+
 both_stores!(
+    reserving_joins_an_open_project_and_a_roster_project_refuses_strangers,
     codex_pre_tool_use_reads_the_files_of_a_patch,
     gemini_refuses_before_the_tool_or_tells_after_it,
     reserve_refuses_a_conflict_naming_holder_pattern_reason_and_expiry,
